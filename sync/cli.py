@@ -1,0 +1,358 @@
+"""The fleet-sync command. Exit codes: 0 ok / no changes, 1 error, 2 changes or drift present,
+3 refused (unsafe without --force, stale saved plan), 4 apply incomplete."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from . import __version__
+from .apply import ApplyAborted, Result, apply_plan
+from .fleet import Fleet, load_fleet
+from .litellm import LiteLLMClient, ProxyError
+from .plan import Plan, make_plan
+from .problems import FleetError
+from .render import render, render_config
+from .report import (
+    plan_markdown,
+    plan_text,
+    problems_github,
+    problems_text,
+    result_json,
+    result_text,
+    to_json,
+)
+from .safety import refusals
+
+EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+
+
+class Exit(Exception):
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+
+def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    raise Exit(code)
+
+
+def fleet_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "-f",
+        "--file",
+        "fleet_file",
+        default="fleet.yaml",
+        show_default=True,
+        type=click.Path(dir_okay=True, path_type=Path),
+        help="The fleet file.",
+    )(f)
+
+
+def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option(
+        "--proxy-url",
+        "proxy_urls",
+        multiple=True,
+        metavar="URL",
+        help="LiteLLM proxy base URL; repeat for several pods (writes go to the first, read-back "
+        "checks all). Default: $LITELLM_PROXY_URLS (comma-separated) or $LITELLM_PROXY_URL.",
+    )(f)
+    f = click.option(
+        "--api-key",
+        envvar="LITELLM_PROXY_API_KEY",
+        show_envvar=True,
+        metavar="KEY",
+        help="Admin key of the proxy (never printed).",
+    )(f)
+    return click.option(
+        "--timeout",
+        default=20.0,
+        show_default=True,
+        metavar="SECONDS",
+        help="Per-request timeout for the proxy's admin API.",
+    )(f)
+
+
+def read_fleet(path: Path) -> Fleet:
+    try:
+        return load_fleet(path, str(path))
+    except FleetError as exc:
+        click.echo(problems_text(exc.problems), err=True, nl=False)
+        fail(f"{path} is invalid ({len(exc.problems)} problem(s)); nothing was sent to the proxy")
+
+
+def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) -> LiteLLMClient:
+    urls = [u for u in proxy_urls if u]
+    if not urls:
+        env = os.environ.get("LITELLM_PROXY_URLS") or os.environ.get("LITELLM_PROXY_URL") or ""
+        urls = [u.strip() for u in env.split(",") if u.strip()]
+    if not urls:
+        fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
+    if not api_key:
+        fail("no admin key given: set LITELLM_PROXY_API_KEY or pass --api-key")
+    for url in urls:
+        if not url.startswith(("http://", "https://")):
+            fail(f"proxy URL {url!r} must start with http:// or https://")
+    return LiteLLMClient(urls, api_key, timeout=timeout)
+
+
+def current_plan(fleet: Fleet, client: LiteLLMClient) -> Plan:
+    try:
+        client.check_ready(client.write_url)
+        live = client.list_routes()
+    except ProxyError as exc:
+        fail(str(exc))
+    return make_plan(fleet, render(fleet), live)
+
+
+def colour() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in os.environ
+
+
+def show_plan(plan: Plan, fmt: str, unsafe: tuple[str, ...] = ()) -> None:
+    if fmt == "json":
+        body = plan.to_json()
+        body["refused"] = list(unsafe)
+        click.echo(to_json(body), nl=False)
+    elif fmt == "markdown":
+        click.echo(plan_markdown(plan, refusals=unsafe), nl=False)
+    else:
+        click.echo(plan_text(plan, colour(), unsafe), nl=False)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="fleet-sync")
+def cli() -> None:
+    """Keep a LiteLLM proxy's routes equal to fleet.yaml: validate, render, plan, apply, drift.
+
+    Exit codes: 0 ok, 1 error, 2 changes/drift (plan --detailed-exitcode, drift),
+    3 refused (unsafe without --force, stale plan), 4 apply incomplete.
+    """
+
+
+@cli.command()
+@fleet_option
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "github", "json"]),
+    default="text",
+    show_default=True,
+    help="github prints ::error annotations on the fleet.yaml lines.",
+)
+def validate(fleet_file: Path, fmt: str) -> None:
+    """Check fleet.yaml against the schema and the semantic rules; every problem, located."""
+    try:
+        fleet = load_fleet(fleet_file, str(fleet_file))
+    except FleetError as exc:
+        if fmt == "json":
+            click.echo(
+                to_json({"valid": False, "problems": [p.as_dict() for p in exc.problems]}), nl=False
+            )
+        else:
+            out = problems_github if fmt == "github" else problems_text
+            click.echo(out(exc.problems), nl=False)
+            click.echo(f"{fleet_file}: {len(exc.problems)} problem(s)", err=True)
+        raise Exit(EXIT_ERROR) from None
+    routes = render(fleet)
+    if fmt == "json":
+        click.echo(
+            to_json(
+                {
+                    "valid": True,
+                    "problems": [],
+                    "fleet": fleet.name,
+                    "models": len(fleet.models),
+                    "routes": len(routes),
+                }
+            ),
+            nl=False,
+        )
+    else:
+        click.echo(
+            f"{fleet_file}: valid (fleet {fleet.name}: {len(fleet.models)} models, "
+            f"{len(routes)} routes)"
+        )
+
+
+@cli.command(name="render")
+@fleet_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the config.yaml fragment here instead of stdout.",
+)
+def render_command(fleet_file: Path, output: Path | None) -> None:
+    """Print the LiteLLM config.yaml fragment ({model_list: [...]}) fleet.yaml means."""
+    text = render_config(render(read_fleet(fleet_file)))
+    if output:
+        output.write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+
+
+@cli.command()
+@fleet_option
+@proxy_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Save the plan as JSON; apply --plan refuses it once live state moved.",
+)
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")
+def plan(
+    fleet_file: Path,
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    fmt: str,
+    out: Path | None,
+    detailed_exitcode: bool,
+) -> None:
+    """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
+    fleet = read_fleet(fleet_file)
+    with connect(proxy_urls, api_key, timeout) as client:
+        the_plan = current_plan(fleet, client)
+    show_plan(the_plan, fmt, refusals(the_plan, fleet.max_prune_percent))
+    if out:
+        out.write_text(to_json(the_plan.to_json()), encoding="utf-8")
+    if detailed_exitcode and not the_plan.empty:
+        raise Exit(EXIT_CHANGES)
+
+
+@cli.command()
+@fleet_option
+@proxy_options
+@click.option(
+    "--plan",
+    "saved",
+    type=click.Path(exists=False, dir_okay=False, path_type=Path),
+    help="Apply only if the live plan still equals this saved one (same hash).",
+)
+@click.option("--force", is_flag=True, help="Apply a plan the safety guards refuse.")
+@click.option("--dry-run", is_flag=True, help="Print the plan, write nothing.")
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--concurrency", default=4, show_default=True, help="Parallel writes per stage.")
+@click.option(
+    "--confirm-timeout",
+    default=40.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long read-back waits for every pod to show the changes (LiteLLM pods "
+    "reload from the database every 30 s by default).",
+)
+def apply(
+    fleet_file: Path,
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    saved: Path | None,
+    force: bool,
+    dry_run: bool,
+    fmt: str,
+    concurrency: int,
+    confirm_timeout: float,
+) -> None:
+    """Converge the proxy: create, then update, then prune; confirm by reading back."""
+    fleet = read_fleet(fleet_file)
+    with connect(proxy_urls, api_key, timeout) as client:
+        the_plan = current_plan(fleet, client)
+        unsafe = refusals(the_plan, fleet.max_prune_percent)
+        if dry_run:
+            show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
+            return
+        if saved is not None:
+            check_saved(saved, the_plan)
+        if unsafe and not force:
+            show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
+            fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
+        if the_plan.empty:
+            click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
+            return
+        if fmt == "text":
+            show_plan(the_plan, "text")
+        result = run_apply(the_plan, client, concurrency, confirm_timeout)
+    click.echo(to_json(result_json(result)) if fmt == "json" else result_text(result), nl=False)
+    if not result.complete:
+        raise Exit(EXIT_INCOMPLETE)
+
+
+def run_apply(
+    plan: Plan, client: LiteLLMClient, concurrency: int, confirm_timeout: float
+) -> Result:
+    try:
+        return apply_plan(plan, client, concurrency=concurrency, confirm_timeout=confirm_timeout)
+    except ApplyAborted as exc:
+        click.echo(result_text(Result(plan, exc.outcomes)), nl=False)
+        fail(f"apply stopped: {exc.error}")
+
+
+def check_saved(saved: Path, live_plan: Plan) -> None:
+    try:
+        data = json.loads(saved.read_text(encoding="utf-8"))
+        saved_hash, saved_fleet = data["hash"], data["fleet"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        fail(f"{saved}: not a saved fleet-sync plan ({exc})")
+    if saved_fleet != live_plan.fleet:
+        fail(f"{saved} is a plan for fleet {saved_fleet}, not {live_plan.fleet}", EXIT_REFUSED)
+    if saved_hash != live_plan.hash:
+        fail(
+            f"{saved} is stale: it was {saved_hash}, the live plan is now {live_plan.hash}; "
+            "run plan again and review it",
+            EXIT_REFUSED,
+        )
+
+
+@cli.command()
+@fleet_option
+@proxy_options
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "markdown", "json"]),
+    default="text",
+    show_default=True,
+)
+def drift(
+    fleet_file: Path, proxy_urls: tuple[str, ...], api_key: str | None, timeout: float, fmt: str
+) -> None:
+    """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
+    fleet = read_fleet(fleet_file)
+    with connect(proxy_urls, api_key, timeout) as client:
+        the_plan = current_plan(fleet, client)
+    show_plan(the_plan, fmt)
+    if not the_plan.empty:
+        raise Exit(EXIT_CHANGES)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="fleet-sync", standalone_mode=False)
+    except Exit as exc:
+        sys.exit(exc.code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(EXIT_ERROR)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_ERROR)  # usage errors are errors (1), not "changes present" (2)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    sys.exit(EXIT_OK)

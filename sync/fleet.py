@@ -1,0 +1,361 @@
+"""fleet.yaml → Fleet: schema and semantic validation with every problem located."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+
+from .problems import FleetError, Problem
+from .yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
+
+SCHEMA_PATH = Path(__file__).with_name("fleet.schema.json")
+ENV_REFERENCE = re.compile(r"^os\.environ/[A-Za-z_][A-Za-z0-9_]*$")
+# litellm_params keys whose values are credentials: only os.environ/ references are accepted.
+SECRET_KEY = re.compile(r"(api_key|secret|token|password|credential)", re.IGNORECASE)
+# Set by fleet-sync from dedicated fields, so a second spelling in litellm_params is an error.
+RESERVED_PARAMS = {"model": "served_model", "api_base": "the host's api_base", "api_key": "api_key"}
+RESERVED_INFO = re.compile(r"^(id|fleet_sync_.*)$")
+DEFAULT_PROVIDER = "hosted_vllm"
+DEFAULT_MAX_PRUNE_PERCENT = 30.0
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    api_base: str
+    enabled: bool
+    provider: str | None
+    api_key: str | None
+    litellm_params: Mapping[str, Any]
+    model_info: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    served_model: str
+    provider: str | None
+    api_key: str | None
+    litellm_params: Mapping[str, Any]
+    model_info: Mapping[str, Any]
+    hosts: tuple[Host, ...]
+
+
+@dataclass(frozen=True)
+class Defaults:
+    provider: str
+    api_key: str | None
+    litellm_params: Mapping[str, Any]
+    model_info: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Fleet:
+    name: str
+    owns: str  # "tagged" | "model_groups"
+    defaults: Defaults
+    max_prune_percent: float
+    models: tuple[Model, ...]
+
+    @property
+    def model_names(self) -> frozenset[str]:
+        return frozenset(m.name for m in self.models)
+
+
+@cache
+def schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
+
+
+def load_fleet(path: Path, display: str | None = None) -> Fleet:
+    """Read, validate and build the Fleet; raise FleetError listing every problem."""
+    doc = read_yaml(path, display)
+    return fleet_from_doc(doc, display or str(path))
+
+
+def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
+    problems = list(doc.problems)
+    if not isinstance(doc.data, dict):
+        kind = "a list" if isinstance(doc.data, list) else f"a {type(doc.data).__name__}"
+        problems.append(
+            Problem(
+                file,
+                1,
+                1,
+                f"top level must be a mapping with version, fleet and models, not {kind}",
+            )
+        )
+        raise FleetError(problems)
+    problems.extend(schema_problems(doc.data, doc.marks, file))
+    problems.extend(semantic_problems(doc.data, doc.marks, file))
+    if problems:
+        raise FleetError(problems)
+    return _build(doc.data)
+
+
+def _where(path: JsonPath) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "top level"
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}
+    names.update({int: "an integer", float: "a number", type(None): "null"})
+    return names.get(type(value), type(value).__name__)
+
+
+def schema_problems(data: Any, marks: Marks, file: str) -> Iterator[Problem]:
+    validator = jsonschema.Draft202012Validator(schema())
+    for error in validator.iter_errors(data):
+        yield from _explain(error, marks, file)
+
+
+def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iterator[Problem]:
+    path: JsonPath = tuple(error.absolute_path)
+    where = _where(path)
+    kind = error.validator
+    at = marks.of_value(path)
+    rule: Any = error.schema
+    instance: Any = error.instance
+    expected: Any = error.validator_value
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        allowed = sorted(rule.get("properties", {}))
+        for key in sorted(set(instance) - set(allowed)):
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            fix = f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
+            yield Problem(file, *marks.of_key((*path, key)), f"{where}: unknown key {key!r}{fix}")
+        return
+    if kind == "required":
+        missing = [k for k in expected if k not in instance]
+        for key in missing:
+            yield Problem(file, *at, f"{where}: missing required key {key!r}")
+        return
+    if kind == "propertyNames":
+        # jsonschema reports the offending name as the instance of a sub-error.
+        for sub in error.context or []:
+            name: Any = sub.instance
+            yield Problem(
+                file,
+                *marks.of_key((*path, name)),
+                f"{where}: invalid model name {name!r} (letters, digits and ._:/@+- "
+                "only, starting with a letter or digit, at most 128)",
+            )
+        return
+    last = path[-1] if path else ""
+    if kind == "const" and last == "version":
+        yield Problem(
+            file, *at, f"unsupported version {error.instance!r}; this fleet-sync reads version 1"
+        )
+    elif kind == "type":
+        yield Problem(
+            file,
+            *at,
+            f"{where}: expected {_expected(expected)}, got {_type_name(instance)}",
+        )
+    elif kind == "pattern" and last == "api_key":
+        # Never echo the value: it may be the secret itself.
+        yield Problem(
+            file,
+            *at,
+            f"{where}: plaintext api keys are refused; write a reference os.environ/NAME "
+            "and set NAME in the proxy's environment",
+        )
+    elif kind == "pattern" and last == "fleet":
+        yield Problem(
+            file, *at, f"fleet: {error.instance!r} must be 1-63 lowercase letters, digits or dashes"
+        )
+    elif kind == "pattern" and last == "name":
+        yield Problem(
+            file,
+            *at,
+            f"{where}: host name {error.instance!r} must be letters, digits, '.', '_' or '-'",
+        )
+    elif kind == "pattern" and last == "provider":
+        yield Problem(
+            file, *at, f"{where}: provider {error.instance!r} must be lowercase like hosted_vllm"
+        )
+    elif kind == "enum":
+        options = ", ".join(str(v) for v in expected)
+        yield Problem(file, *at, f"{where}: {error.instance!r} is not one of: {options}")
+    elif kind in {"minimum", "maximum"}:
+        yield Problem(file, *at, f"{where}: {error.instance!r} must be between 0 and 100")
+    elif kind == "minLength":
+        yield Problem(file, *at, f"{where}: must not be empty")
+    else:
+        yield Problem(file, *at, f"{where}: {error.message}")
+
+
+def _expected(value: Any) -> str:
+    names = {"object": "a mapping", "array": "a list", "string": "a string"}
+    names.update({"boolean": "true or false", "number": "a number", "integer": "an integer"})
+    if isinstance(value, list):
+        return " or ".join(names.get(v, str(v)) for v in value)
+    return names.get(value, str(value))
+
+
+def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator[Problem]:
+    """Rules JSON Schema cannot say: addresses, duplicates, secrets, reserved keys."""
+
+    def problem(path: JsonPath, message: str, key: bool = False) -> Problem:
+        return Problem(file, *(marks.of_key(path) if key else marks.of_value(path)), message)
+
+    defaults = data.get("defaults")
+    if isinstance(defaults, dict):
+        yield from _param_problems(defaults, ("defaults",), problem)
+    models = data.get("models")
+    if not isinstance(models, dict):
+        return
+    for model_name, model in models.items():
+        if not isinstance(model, dict):
+            continue
+        base: JsonPath = ("models", model_name)
+        yield from _param_problems(model, base, problem)
+        hosts = model.get("hosts")
+        if not isinstance(hosts, list):
+            continue
+        names: dict[str, int] = {}
+        bases: dict[str, int] = {}
+        for index, host in enumerate(hosts):
+            if not isinstance(host, dict):
+                continue
+            here: JsonPath = (*base, "hosts", index)
+            yield from _param_problems(host, here, problem)
+            name = host.get("name")
+            if isinstance(name, str):
+                if name in names:
+                    yield problem(
+                        (*here, "name"),
+                        f"{_where(here)}: duplicate host name {name!r} in model {model_name!r} "
+                        f"(first at hosts[{names[name]}])",
+                    )
+                else:
+                    names[name] = index
+            api_base = host.get("api_base")
+            if not isinstance(api_base, str):
+                continue
+            error = address_problem(api_base)
+            if error:
+                yield problem((*here, "api_base"), f"{_where(here)}.api_base: {error}")
+                continue
+            normal = normalise_address(api_base)
+            if normal in bases:
+                yield problem(
+                    (*here, "api_base"),
+                    f"{_where(here)}.api_base: same address as hosts[{bases[normal]}] of model "
+                    f"{model_name!r}; two routes to one server",
+                )
+            else:
+                bases[normal] = index
+
+
+def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> Iterator[Problem]:
+    params = section.get("litellm_params")
+    if isinstance(params, dict):
+        for key, value in params.items():
+            at: JsonPath = (*path, "litellm_params", key)
+            if key in RESERVED_PARAMS:
+                yield problem(
+                    at,
+                    f"{_where(at)}: set by fleet-sync from {RESERVED_PARAMS[key]}; remove it here",
+                    True,
+                )
+            elif SECRET_KEY.search(key) and not (
+                isinstance(value, str) and ENV_REFERENCE.match(value)
+            ):
+                yield problem(
+                    at,
+                    f"{_where(at)}: looks like a credential; write a reference os.environ/NAME "
+                    "instead of the value",
+                )
+    info = section.get("model_info")
+    if isinstance(info, dict):
+        for key in info:
+            if RESERVED_INFO.match(key):
+                at = (*path, "model_info", key)
+                yield problem(
+                    at, f"{_where(at)}: {key!r} is set by fleet-sync; remove it here", True
+                )
+
+
+def address_problem(address: str) -> str | None:
+    """Why an api_base is not http(s)://host[:port][/path], or None when it is."""
+    if address != address.strip() or any(c.isspace() for c in address):
+        return f"{address!r} contains whitespace"
+    try:
+        parts = urlsplit(address)
+        port = parts.port
+    except ValueError as exc:
+        return f"{address!r} is not a valid address ({exc}); expected http(s)://host[:port][/path]"
+    if parts.scheme not in {"http", "https"}:
+        return f"{address!r} must start with http:// or https://"
+    if parts.username is not None or parts.password is not None:
+        return "credentials in the address are refused; use api_key: os.environ/NAME"
+    if not parts.hostname:
+        return f"{address!r} has no host; expected http(s)://host[:port][/path]"
+    if port is not None and not 1 <= port <= 65535:
+        return f"port {port} is outside 1-65535"
+    if port == 0:
+        return "port 0 is outside 1-65535"
+    if parts.query or parts.fragment:
+        return f"{address!r} must not carry a query or fragment"
+    return None
+
+
+def normalise_address(address: str) -> str:
+    parts = urlsplit(address)
+    default = {"http": 80, "https": 443}[parts.scheme]
+    port = parts.port or default
+    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}{parts.path.rstrip('/')}"
+
+
+def _build(data: dict[str, Any]) -> Fleet:
+    d = data.get("defaults") or {}
+    defaults = Defaults(
+        provider=d.get("provider", DEFAULT_PROVIDER),
+        api_key=d.get("api_key"),
+        litellm_params=d.get("litellm_params") or {},
+        model_info=d.get("model_info") or {},
+    )
+    models = tuple(
+        Model(
+            name=name,
+            served_model=m["served_model"],
+            provider=m.get("provider"),
+            api_key=m.get("api_key"),
+            litellm_params=m.get("litellm_params") or {},
+            model_info=m.get("model_info") or {},
+            hosts=tuple(
+                Host(
+                    name=h["name"],
+                    api_base=h["api_base"],
+                    enabled=h.get("enabled", True),
+                    provider=h.get("provider"),
+                    api_key=h.get("api_key"),
+                    litellm_params=h.get("litellm_params") or {},
+                    model_info=h.get("model_info") or {},
+                )
+                for h in m["hosts"]
+            ),
+        )
+        for name, m in data["models"].items()
+    )
+    safety = data.get("safety") or {}
+    return Fleet(
+        name=data["fleet"],
+        owns=data.get("owns", "tagged"),
+        defaults=defaults,
+        max_prune_percent=float(safety.get("max_prune_percent", DEFAULT_MAX_PRUNE_PERCENT)),
+        models=models,
+    )

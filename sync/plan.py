@@ -1,0 +1,276 @@
+"""(desired, live) → Plan: Create / Update / Delete value objects, ignored routes, plan hash."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from deepdiff import DeepDiff
+
+from .fleet import Fleet, normalise_address
+from .normalise import clean_info, clean_params
+from .ownership import claim
+from .render import Route, canonical_json
+
+ABSENT = "(absent)"
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str  # e.g. "litellm_params.api_base"
+    before: Any  # ABSENT when the key is missing on the live route
+    after: Any  # ABSENT when fleet.yaml no longer sets it
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "before": self.before, "after": self.after}
+
+
+@dataclass(frozen=True)
+class Create:
+    route: Route
+    action: Literal["create"] = "create"
+
+    @property
+    def id(self) -> str:
+        return self.route.id
+
+    @property
+    def model_name(self) -> str:
+        return self.route.model_name
+
+    @property
+    def host(self) -> str | None:
+        return self.route.host
+
+
+@dataclass(frozen=True)
+class Update:
+    before: Route
+    route: Route
+    diff: tuple[FieldChange, ...]
+    action: Literal["update"] = "update"
+
+    @property
+    def id(self) -> str:
+        return self.route.id
+
+    @property
+    def model_name(self) -> str:
+        return self.route.model_name
+
+    @property
+    def host(self) -> str | None:
+        return self.route.host
+
+    @property
+    def removed_params(self) -> tuple[str, ...]:
+        """litellm_params keys live has and fleet.yaml no longer wants."""
+        return tuple(
+            sorted(
+                set(view(self.before)["litellm_params"]) - set(view(self.route)["litellm_params"])
+            )
+        )
+
+
+@dataclass(frozen=True)
+class Delete:
+    route: Route
+    reason: str
+    replaced_by: str | None = None  # id of the tagged route created in its place
+    action: Literal["delete"] = "delete"
+
+    @property
+    def id(self) -> str:
+        return self.route.id
+
+    @property
+    def model_name(self) -> str:
+        return self.route.model_name
+
+    @property
+    def host(self) -> str | None:
+        return self.route.host
+
+
+Change = Create | Update | Delete
+
+
+@dataclass(frozen=True)
+class Ignored:
+    route: Route
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    fleet: str
+    changes: tuple[Change, ...]
+    ignored: tuple[Ignored, ...]
+    owned_live: int  # routes the fleet owned on the proxy before the plan
+    desired_count: int  # routes fleet.yaml renders
+    declared_models: frozenset[str]
+    live_groups: tuple[tuple[str, int], ...]  # (model_name, live routes) over all routes
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+    def of(self, action: str) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.action == action)
+
+    def changes_json(self) -> list[dict[str, Any]]:
+        return [change_json(c) for c in self.changes]
+
+    @property
+    def hash(self) -> str:
+        body = canonical_json({"fleet": self.fleet, "changes": self.changes_json()})
+        return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 1,
+            "fleet": self.fleet,
+            "hash": self.hash,
+            "summary": {a: len(self.of(a)) for a in ("create", "update", "delete")},
+            "changes": self.changes_json(),
+            "ignored": [
+                {"id": i.route.id, "model_name": i.route.model_name, "reason": i.reason}
+                for i in self.ignored
+            ],
+        }
+
+
+def view(route: Route, info_keys: Iterable[str] | None = None) -> dict[str, Any]:
+    """The comparable form of a route. model_info is compared on the keys fleet.yaml sets
+    (LiteLLM enriches the rest, and PATCH merges model_info so extra keys cannot be removed);
+    api_key is compared through the digest tag because LiteLLM never returns it."""
+    params = {k: v for k, v in clean_params(route.litellm_params).items() if k != "api_key"}
+    info = clean_info(route.model_info)
+    if info_keys is not None:
+        keys = set(info_keys)
+        info = {k: v for k, v in info.items() if k in keys}
+    return {"model_name": route.model_name, "litellm_params": params, "model_info": info}
+
+
+def shown(route: Route) -> dict[str, Any]:
+    """A route as plans show it: comparable fields plus the api_key reference we send."""
+    out = view(route)
+    if "api_key" in route.litellm_params:
+        out["litellm_params"]["api_key"] = clean_params(route.litellm_params)["api_key"]
+    return out
+
+
+def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
+    after = view(desired)
+    before = view(live, after["model_info"].keys())
+    result = DeepDiff(before, after, ignore_numeric_type_changes=True, view="tree")
+    changes: list[FieldChange] = []
+    for level in (lvl for group in result.values() for lvl in group):
+        parts = level.path(output_format="list")
+        changes.append(
+            FieldChange(
+                path=".".join(str(p) for p in parts),
+                before=_plain(level.t1),
+                after=_plain(level.t2),
+            )
+        )
+    return tuple(sorted(changes, key=lambda c: c.path))
+
+
+def _plain(value: Any) -> Any:
+    return ABSENT if type(value).__name__ == "NotPresent" else value
+
+
+def change_json(change: Change) -> dict[str, Any]:
+    before = (
+        None
+        if isinstance(change, Create)
+        else shown(change.before if isinstance(change, Update) else change.route)
+    )
+    after = None if isinstance(change, Delete) else shown(change.route)
+    out: dict[str, Any] = {
+        "action": change.action,
+        "id": change.id,
+        "model_name": change.model_name,
+        "host": change.host,
+        "before": before,
+        "after": after,
+        "diff": [d.as_dict() for d in change.diff] if isinstance(change, Update) else [],
+    }
+    if isinstance(change, Delete):
+        out["reason"] = change.reason
+        if change.replaced_by:
+            out["replaced_by"] = change.replaced_by
+    return out
+
+
+def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> Plan:
+    desired_ids = {r.id for r in desired}
+    live_by_id = {r.id: r for r in live}
+    owned: dict[str, Route] = {}
+    adopted: set[str] = set()
+    ignored: list[Ignored] = []
+    for route in live:
+        decision = claim(route, fleet, desired_ids)
+        if decision.owned:
+            owned[route.id] = route
+            if decision.adopted:
+                adopted.add(route.id)
+        else:
+            ignored.append(Ignored(route, decision.reason))
+
+    creates: list[Change] = []
+    updates: list[Change] = []
+    for route in desired:
+        current = live_by_id.get(route.id)
+        if current is None:
+            creates.append(Create(route))
+        elif current.id in owned:
+            changes = diff(current, route)
+            if changes:
+                updates.append(Update(current, route, changes))
+
+    by_address = {
+        (r.model_name, normalise_address(r.api_base or "")): r.id for r in desired if r.api_base
+    }
+    deletes: list[Change] = []
+    for route in owned.values():
+        if route.id in desired_ids:
+            continue
+        if route.id in adopted:
+            replacement = by_address.get((route.model_name, _address(route)))
+            reason = (
+                f"untagged route of {route.model_name} replaced by a tagged one"
+                if replacement
+                else f"untagged route of {route.model_name} at an address no longer listed"
+            )
+            deletes.append(Delete(route, reason, replacement))
+        else:
+            deletes.append(Delete(route, f"host {route.host or '?'} is no longer in fleet.yaml"))
+
+    def order(c: Change) -> tuple[str, str, str]:
+        return (c.model_name, c.host or "", c.id)
+
+    groups: dict[str, int] = {}
+    for route in live:
+        groups[route.model_name] = groups.get(route.model_name, 0) + 1
+    return Plan(
+        fleet=fleet.name,
+        changes=tuple(
+            sorted(creates, key=order) + sorted(updates, key=order) + sorted(deletes, key=order)
+        ),
+        ignored=tuple(sorted(ignored, key=lambda i: (i.route.model_name, i.route.id))),
+        owned_live=len(owned),
+        desired_count=len(desired),
+        declared_models=fleet.model_names,
+        live_groups=tuple(sorted(groups.items())),
+    )
+
+
+def _address(route: Route) -> str:
+    try:
+        return normalise_address(route.api_base or "")
+    except (KeyError, ValueError):
+        return route.api_base or ""

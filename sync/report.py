@@ -1,0 +1,198 @@
+"""Plans, results and validation problems as terminal text, GitHub markdown and JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from .apply import Result
+from .plan import ABSENT, Change, Create, Plan, Update, shown
+from .problems import Problem
+
+SYMBOL = {"create": "+", "update": "~", "delete": "-"}
+COLOUR = {"create": "\033[32m", "update": "\033[33m", "delete": "\033[31m"}
+RESET, DIM = "\033[0m", "\033[2m"
+STATUS_ICON = {"done": "✅", "failed": "❌", "unconfirmed": "⚠️", "skipped": "⏭️"}
+
+
+def to_json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+
+
+def summary(plan: Plan) -> str:
+    c, u, d = (len(plan.of(a)) for a in ("create", "update", "delete"))
+    return f"+{c} create, ~{u} update, -{d} prune"
+
+
+def _value(v: Any) -> str:
+    return ABSENT if v == ABSENT else json.dumps(v, ensure_ascii=False)
+
+
+def _label(change: Change) -> str:
+    host = f" host={change.host}" if change.host else ""
+    return f"{change.model_name}{host} ({change.id})"
+
+
+def _lines(change: Change) -> list[str]:
+    if isinstance(change, Update):
+        return [f"{d.path}: {_value(d.before)} -> {_value(d.after)}" for d in change.diff]
+    if isinstance(change, Create):
+        params = shown(change.route)["litellm_params"]
+        return [f"{k}: {_value(v)}" for k, v in params.items()]
+    note = f"reason: {change.reason}"
+    if change.replaced_by:
+        note += f"; replaced by {change.replaced_by}"
+    return [f"api_base: {_value(change.route.api_base)}", note]
+
+
+# -- plan: terminal ------------------------------------------------------------------------
+
+
+def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) -> str:
+    def paint(action: str, text: str) -> str:
+        return f"{COLOUR[action]}{text}{RESET}" if colour else text
+
+    out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}"]
+    if plan.empty:
+        out.append("No changes. The proxy matches fleet.yaml.")
+    for change in plan.changes:
+        out.append(
+            paint(change.action, f"{SYMBOL[change.action]} {change.action} {_label(change)}")
+        )
+        out += [f"    {line}" for line in _lines(change)]
+    if plan.ignored:
+        out.append(
+            f"{DIM if colour else ''}ignored ({len(plan.ignored)}):{RESET if colour else ''}"
+        )
+        out += [f"    {i.route.model_name} ({i.route.id}): {i.reason}" for i in plan.ignored]
+    out += [f"REFUSED: {reason}" for reason in refusals]
+    return "\n".join(out) + "\n"
+
+
+# -- plan: markdown ------------------------------------------------------------------------
+
+
+def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
+    out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
+    out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
+    out += changes_markdown(plan.changes) or ["No changes. The proxy matches fleet.yaml.", ""]
+    if plan.ignored:
+        out += [
+            "<details><summary>Ignored routes (not owned by this fleet): "
+            f"{len(plan.ignored)}</summary>",
+            "",
+        ]
+        out += [f"- `{i.route.model_name}` `{i.route.id}`: {i.reason}" for i in plan.ignored]
+        out += ["", "</details>", ""]
+    out.append(f"<sub>plan hash `{plan.hash}`</sub>")
+    return "\n".join(out) + "\n"
+
+
+def changes_markdown(changes: Iterable[Change]) -> list[str]:
+    """Changes grouped by model; each group folds when it is long."""
+    groups: dict[str, list[Change]] = {}
+    for change in changes:
+        groups.setdefault(change.model_name, []).append(change)
+    out: list[str] = []
+    for model, items in groups.items():
+        counts = ", ".join(
+            f"{SYMBOL[a]}{n}"
+            for a in ("create", "update", "delete")
+            if (n := sum(1 for c in items if c.action == a))
+        )
+        body = ["```diff"]
+        for change in items:
+            body.append(
+                f"{SYMBOL[change.action]} {change.action} {change.host or change.id} ({change.id})"
+            )
+            body += [f"{SYMBOL[change.action]}     {line}" for line in _lines(change)]
+        body.append("```")
+        if len(body) > 20:
+            out += [
+                f"<details><summary><code>{model}</code> ({counts})</summary>",
+                "",
+                *body,
+                "",
+                "</details>",
+                "",
+            ]
+        else:
+            out += [f"#### `{model}` ({counts})", "", *body, ""]
+    return out
+
+
+# -- apply result ------------------------------------------------------------------------
+
+
+def result_text(result: Result) -> str:
+    out = [
+        f"fleet {result.plan.fleet}: {result.count('done')} done, {result.count('failed')} failed, "
+        f"{result.count('unconfirmed')} unconfirmed, {result.count('skipped')} skipped"
+    ]
+    for o in result.outcomes:
+        out.append(f"  {o.status:<11} {o.change.action} {_label(o.change)}: {o.detail}")
+    return "\n".join(out) + "\n"
+
+
+def result_markdown(result: Result, note: str = "") -> str:
+    verdict = "applied" if result.complete else "**incomplete**"
+    out = [f"### fleet-sync apply for `{result.plan.fleet}`: {verdict}", ""]
+    if note:
+        out += [f"> [!NOTE]\n> {note}", ""]
+    out += [
+        f"{result.count('done')} done, {result.count('failed')} failed, "
+        f"{result.count('unconfirmed')} unconfirmed, {result.count('skipped')} skipped",
+        "",
+    ]
+    if result.outcomes:
+        out += ["| | change | model | host | detail |", "|---|---|---|---|---|"]
+        for o in result.outcomes:
+            detail = o.detail.replace("|", "\\|")
+            out.append(
+                f"| {STATUS_ICON[o.status]} {o.status} | {o.change.action} | "
+                f"`{o.change.model_name}` | {o.change.host or ''} | {detail} |"
+            )
+    out += ["", f"<sub>plan hash `{result.plan.hash}`</sub>"]
+    return "\n".join(out) + "\n"
+
+
+def result_json(result: Result) -> dict[str, Any]:
+    return {
+        "version": 1,
+        "fleet": result.plan.fleet,
+        "hash": result.plan.hash,
+        "complete": result.complete,
+        "outcomes": [
+            {
+                "action": o.change.action,
+                "id": o.change.id,
+                "model_name": o.change.model_name,
+                "host": o.change.host,
+                "status": o.status,
+                "detail": o.detail,
+                "lagging": list(o.lagging),
+            }
+            for o in result.outcomes
+        ],
+    }
+
+
+# -- validation --------------------------------------------------------------------------
+
+
+def problems_text(problems: Sequence[Problem]) -> str:
+    return "".join(f"{p}\n" for p in problems)
+
+
+def problems_github(problems: Sequence[Problem]) -> str:
+    """GitHub workflow commands: each problem becomes an annotation on its line."""
+
+    def esc(text: str, prop: bool = False) -> str:
+        text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+    return "".join(
+        f"::error file={esc(p.file, True)},line={p.line},col={p.col}::{esc(p.message)}\n"
+        for p in problems
+    )

@@ -1,0 +1,193 @@
+"""Read YAML into plain data plus the line and column of every key and value.
+
+PyYAML's composer gives nodes with marks; we convert them ourselves instead of using its
+constructor so that duplicate keys, alias bombs, custom tags and merge keys become located
+problems rather than silent overwrites, memory blow-ups or tracebacks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .problems import FleetError, Problem
+
+MAX_BYTES = 1024 * 1024
+# A 1,000-host fleet is ~10k nodes; 200k leaves room while stopping billion-laughs expansion.
+MAX_NODES = 200_000
+
+JsonPath = tuple[str | int, ...]
+_PLAIN_TAGS = {
+    "tag:yaml.org,2002:str",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:null",
+}
+
+
+@dataclass
+class Marks:
+    """1-based (line, col) of each value and of each mapping key, by JSON path."""
+
+    values: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+    keys: dict[JsonPath, tuple[int, int]] = field(default_factory=dict)
+
+    def of_value(self, path: JsonPath) -> tuple[int, int]:
+        while path not in self.values and path:
+            path = path[:-1]
+        return self.values.get(path, (1, 1))
+
+    def of_key(self, path: JsonPath) -> tuple[int, int]:
+        return self.keys[path] if path in self.keys else self.of_value(path)
+
+
+def _pos(mark: yaml.Mark | None) -> tuple[int, int]:
+    return (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+
+
+class _Converter:
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.marks = Marks()
+        self.problems: list[Problem] = []
+        self.nodes = 0
+        self._loader = yaml.SafeLoader("")
+        self._active: set[int] = set()
+
+    def problem(self, at: tuple[int, int], message: str) -> None:
+        self.problems.append(Problem(self.file, at[0], at[1], message))
+
+    def convert(self, node: yaml.Node, path: JsonPath) -> Any:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise FleetError(
+                [
+                    Problem(
+                        self.file,
+                        *_pos(node.start_mark),
+                        f"document expands to more than {MAX_NODES} nodes (alias bomb?); "
+                        "write the values out instead of nesting aliases",
+                    )
+                ]
+            )
+        self.marks.values.setdefault(path, _pos(node.start_mark))
+        if id(node) in self._active:
+            raise FleetError(
+                [
+                    Problem(
+                        self.file, *_pos(node.start_mark), "recursive alias: a node contains itself"
+                    )
+                ]
+            )
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        self._active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
+            assert isinstance(node, yaml.MappingNode)
+            return self._mapping(node, path)
+        finally:
+            self._active.discard(id(node))
+
+    def _scalar(self, node: yaml.ScalarNode) -> Any:
+        if node.tag == "tag:yaml.org,2002:timestamp":
+            return node.value  # keep dates as the text the user wrote
+        if node.tag not in _PLAIN_TAGS:
+            self.problem(
+                _pos(node.start_mark),
+                f"unsupported YAML tag {node.tag!r}; use plain strings, numbers and booleans",
+            )
+            return node.value
+        return self._loader.construct_object(node)
+
+    def _mapping(self, node: yaml.MappingNode, path: JsonPath) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        seen: dict[str, tuple[int, int]] = {}
+        for key_node, value_node in node.value:
+            at = _pos(key_node.start_mark)
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.problem(at, "mapping keys must be plain strings")
+                continue
+            key = str(key_node.value)
+            if key == "<<" and key_node.tag == "tag:yaml.org,2002:merge":
+                self.problem(at, "merge keys (<<) are not supported; put shared values in defaults")
+                continue
+            if key in seen:
+                self.problem(at, f"duplicate key {key!r} (first at line {seen[key][0]})")
+                continue
+            seen[key] = at
+            self.marks.keys[(*path, key)] = at
+            result[key] = self.convert(value_node, (*path, key))
+        return result
+
+
+def _decode(raw: bytes, file: str) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        before = raw[: exc.start]
+        line = before.count(b"\n") + 1
+        col = exc.start - (before.rfind(b"\n") + 1) + 1
+        raise FleetError(
+            [
+                Problem(
+                    file,
+                    line,
+                    col,
+                    f"not UTF-8 text (byte 0x{raw[exc.start]:02x}); is this a YAML file?",
+                )
+            ]
+        ) from None
+
+
+@dataclass(frozen=True)
+class YamlDoc:
+    """A parsed document: data, where each part of it stands, and recoverable problems
+    (duplicate keys, odd tags) to report together with the schema's."""
+
+    data: Any
+    marks: Marks
+    problems: tuple[Problem, ...]
+
+
+def read_yaml(path: Path, display: str | None = None) -> YamlDoc:
+    """Parse one YAML document; raise FleetError for anything that stops parsing."""
+    file = display or str(path)
+    try:
+        size = path.stat().st_size
+        if size > MAX_BYTES:
+            raise FleetError(
+                [Problem(file, 1, 1, f"file is {size:,} bytes; the limit is {MAX_BYTES:,}")]
+            )
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise FleetError([Problem(file, 1, 1, "file not found")]) from None
+    except IsADirectoryError:
+        raise FleetError([Problem(file, 1, 1, "is a directory, not a fleet file")]) from None
+    except OSError as exc:
+        raise FleetError([Problem(file, 1, 1, f"cannot read: {exc.strerror}")]) from None
+    return parse_yaml(_decode(raw, file), file)
+
+
+def parse_yaml(text: str, file: str) -> YamlDoc:
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        message = " ".join(filter(None, [exc.context, exc.problem]))
+        raise FleetError([Problem(file, *_pos(mark), f"invalid YAML: {message}")]) from None
+    except yaml.YAMLError as exc:
+        raise FleetError([Problem(file, 1, 1, f"invalid YAML: {exc}")]) from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise FleetError([Problem(file, 1, 1, "file is empty; expected version, fleet and models")])
+    converter = _Converter(file)
+    data = converter.convert(node, ())
+    return YamlDoc(data, converter.marks, tuple(converter.problems))
