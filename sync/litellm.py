@@ -142,12 +142,13 @@ class LiteLLMClient:
                         ErrorKind.BAD_RESPONSE, f"{method} {_path(url)}: answer is not JSON"
                     ) from None
             kind = classify(response.status_code, response.text, write)
-            last = ProxyError(
-                kind,
-                f"{method} {_path(url)} answered {response.status_code}: "
-                f"{error_message(response.text)}",
-                response.status_code,
-            )
+            message = f"{method} {_path(url)} answered {response.status_code}: "
+            if kind is ErrorKind.AUTH:
+                message = (
+                    f"the proxy at {_origin(url)} refused the admin key ({response.status_code}); "
+                    "check LITELLM_PROXY_API_KEY: "
+                )
+            last = ProxyError(kind, message + error_message(response.text), response.status_code)
             if kind is not ErrorKind.TRANSIENT:
                 raise last
         assert last is not None

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from .proxyharness import Proxy, from_environment, start, stop
+
+
+@pytest.fixture(scope="session")
+def proxy() -> Iterator[Proxy]:
+    """One real LiteLLM pod with PostgreSQL (and one config-file route, cfg-static-1)."""
+    external = from_environment(1)
+    if external:
+        yield external
+        return
+    started = start(f"fleet-sync-tests-{os.getpid()}", 1, {"LITELLM_HARNESS_STATIC_MODEL": "1"})
+    try:
+        yield started
+    finally:
+        stop(started)
+
+
+@pytest.fixture
+def fleet_name(request: pytest.FixtureRequest) -> str:
+    """A fleet (and model-name prefix) of its own per test, so tests share a proxy safely."""
+    raw = request.node.name.lower().replace("test_", "", 1)
+    return "".join(c if c.isalnum() else "-" for c in raw)[:40].strip("-")
