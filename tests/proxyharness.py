@@ -129,8 +129,7 @@ def write_fleet(path: Path, fleet: str, models: Mapping[str, Any], **top: Any) -
         entry = {k: v for k, v in spec.items() if k != "hosts"}
         entry.setdefault("served_model", f"org/{model_name}")
         entry["hosts"] = [
-            h if isinstance(h, dict) else {"name": name, "api_base": h}
-            for name, h in hosts.items()
+            h if isinstance(h, dict) else {"name": name, "api_base": h} for name, h in hosts.items()
         ]
         doc["models"][model_name] = entry
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")

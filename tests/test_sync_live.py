@@ -71,12 +71,20 @@ def test_apply_to_empty_creates_every_route_then_plan_is_empty(
     assert live[route_id(fleet_name, f"{fleet_name}-b", "h1")]["litellm_params"]["rpm"] == 60
 
 
-def test_address_change_is_one_in_place_update(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:
+def test_address_change_is_one_in_place_update(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
     model = f"{fleet_name}-m"
-    fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD, "b": NEW.replace("17140", "17141")}}})
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml",
+        fleet_name,
+        {model: {"hosts": {"a": OLD, "b": NEW.replace("17140", "17141")}}},
+    )
     apply_ok(proxy, fleet)
     untouched_before = proxy.route(route_id(fleet_name, model, "b"))
-    write_fleet(fleet, fleet_name, {model: {"hosts": {"a": NEW, "b": NEW.replace("17140", "17141")}}})
+    write_fleet(
+        fleet, fleet_name, {model: {"hosts": {"a": NEW, "b": NEW.replace("17140", "17141")}}}
+    )
     plan = plan_json(proxy, fleet)
     assert [(c["action"], c["id"], c["host"]) for c in plan["changes"]] == [
         ("update", route_id(fleet_name, model, "a"), "a")
@@ -85,19 +93,29 @@ def test_address_change_is_one_in_place_update(proxy: Proxy, tmp_path: Path, fle
     assert paths["litellm_params.api_base"] == (OLD, NEW)
     apply_ok(proxy, fleet)
     mine = [r for r in proxy.routes() if r["model_name"] == model]
-    assert sorted(r["litellm_params"]["api_base"] for r in mine) == sorted([NEW, NEW.replace("17140", "17141")])
+    assert sorted(r["litellm_params"]["api_base"] for r in mine) == sorted(
+        [NEW, NEW.replace("17140", "17141")]
+    )
     assert not any(r["litellm_params"].get("api_base") == OLD for r in mine)
     assert proxy.route(route_id(fleet_name, model, "b")) == untouched_before
 
 
-def test_prune_touches_only_what_the_fleet_owns(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:
+def test_prune_touches_only_what_the_fleet_owns(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
     model = f"{fleet_name}-m"
-    fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD, "b": NEW}}})
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD, "b": NEW}}}
+    )
     apply_ok(proxy, fleet)
     by_hand = create_by_hand(proxy, model, "http://216.243.220.245:16000/v1")
     other_fleet = create_by_hand(
-        proxy, model, "http://216.243.220.245:16001/v1",
-        id=f"{fleet_name}-other", fleet_sync_fleet="someone-else", fleet_sync_host="x",
+        proxy,
+        model,
+        "http://216.243.220.245:16001/v1",
+        id=f"{fleet_name}-other",
+        fleet_sync_fleet="someone-else",
+        fleet_sync_host="x",
     )
     write_fleet(fleet, fleet_name, {model: {"hosts": {"a": OLD}}})
     plan = plan_json(proxy, fleet)
@@ -117,11 +135,15 @@ def test_config_file_route_is_listed_as_ignored_and_survives(
 ) -> None:
     statics = [r for r in proxy.routes() if r["model_info"].get("db_model") is False]
     if not statics:
-        pytest.skip("the proxy under test has no config-file route (harness: LITELLM_HARNESS_STATIC_MODEL=1)")
+        pytest.skip(
+            "the proxy under test has no config-file route (harness: LITELLM_HARNESS_STATIC_MODEL=1)"
+        )
     static = statics[0]
     # Claim its model group: even then a config-file route is never touched.
     fleet = write_fleet(
-        tmp_path / "fleet.yaml", fleet_name, {static["model_name"]: {"hosts": {"a": OLD}}},
+        tmp_path / "fleet.yaml",
+        fleet_name,
+        {static["model_name"]: {"hosts": {"a": OLD}}},
         owns="model_groups",
     )
     plan = plan_json(proxy, fleet)
@@ -136,7 +158,9 @@ def test_config_file_route_is_listed_as_ignored_and_survives(
     assert proxy.route(static["model_info"]["id"]) is not None
 
 
-def test_owns_model_groups_prunes_portal_orphans(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:
+def test_owns_model_groups_prunes_portal_orphans(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
     model = f"{fleet_name}-m"
     orphan = create_by_hand(proxy, model, OLD)  # the host moved; the portal never deleted it
     current = create_by_hand(proxy, model, NEW)  # the portal's route at today's address
@@ -175,7 +199,9 @@ def test_hand_edit_is_detected_and_repaired(proxy: Proxy, tmp_path: Path, fleet_
     assert route is not None and route["litellm_params"]["api_base"] == NEW
 
 
-def test_prune_threshold_refuses_without_force(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:
+def test_prune_threshold_refuses_without_force(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
     model = f"{fleet_name}-m"
     hosts = {f"h{i}": f"http://216.243.220.245:{17000 + i}/v1" for i in range(10)}
     fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": hosts}})
@@ -193,7 +219,11 @@ def test_emptied_model_group_is_refused(proxy: Proxy, tmp_path: Path, fleet_name
     model = f"{fleet_name}-m"
     fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD}}})
     apply_ok(proxy, fleet)
-    write_fleet(fleet, fleet_name, {model: {"hosts": {"a": {"name": "a", "api_base": OLD, "enabled": False}}}})
+    write_fleet(
+        fleet,
+        fleet_name,
+        {model: {"hosts": {"a": {"name": "a", "api_base": OLD, "enabled": False}}}},
+    )
     run = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
     assert run.code == 3
     assert f"model {model} would be left with no routes" in run.err
@@ -219,15 +249,23 @@ def test_saved_plan_goes_stale(proxy: Proxy, tmp_path: Path, fleet_name: str) ->
 
 
 def test_dry_run_writes_nothing(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:
-    fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": {"hosts": {"a": OLD}}})
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": {"hosts": {"a": OLD}}}
+    )
     run = fleet_sync(["apply", "-f", str(fleet), "--dry-run"], proxy.env())
     assert run.code == 0 and "+ create" in run.out
     assert not [r for r in proxy.routes() if r["model_info"].get("fleet_sync_fleet") == fleet_name]
 
 
-def test_api_key_reference_change_is_an_update(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:
+def test_api_key_reference_change_is_an_update(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
     model = f"{fleet_name}-m"
-    fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"api_key": "os.environ/KEY_A", "hosts": {"a": OLD}}})
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml",
+        fleet_name,
+        {model: {"api_key": "os.environ/KEY_A", "hosts": {"a": OLD}}},
+    )
     apply_ok(proxy, fleet)
     write_fleet(fleet, fleet_name, {model: {"api_key": "os.environ/KEY_B", "hosts": {"a": OLD}}})
     plan = plan_json(proxy, fleet)
@@ -237,7 +275,11 @@ def test_api_key_reference_change_is_an_update(proxy: Proxy, tmp_path: Path, fle
 
 def test_removed_param_is_dropped(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:
     model = f"{fleet_name}-m"
-    fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"litellm_params": {"rpm": 5}, "hosts": {"a": OLD}}})
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml",
+        fleet_name,
+        {model: {"litellm_params": {"rpm": 5}, "hosts": {"a": OLD}}},
+    )
     apply_ok(proxy, fleet)
     write_fleet(fleet, fleet_name, {model: {"hosts": {"a": OLD}}})
     apply_ok(proxy, fleet)

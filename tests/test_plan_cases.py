@@ -1,0 +1,109 @@
+"""Plans on plain data: each tests/cases/plan/*.yaml holds a fleet, the live routes a proxy would
+list, and the expected plan (pyinfra style: inputs, mocked live facts, expected output)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sync.fleet import fleet_from_doc
+from sync.litellm import parse_route
+from sync.normalise import PARAM_DEFAULTS
+from sync.plan import Change, Delete, Plan, Update, make_plan
+from sync.render import Route, render
+from sync.safety import refusals
+from sync.yamlmarks import parse_yaml
+
+CASES = sorted((Path(__file__).parent / "cases" / "plan").glob("*.yaml"))
+# What LiteLLM 1.108.7 adds to every entry of /v2/model/info (a sample of the ~200 null fields).
+ENRICHMENT = {
+    "db_model": True,
+    "key": "hosted_vllm/org/m",
+    "litellm_provider": "hosted_vllm",
+    "max_tokens": None,
+    "input_cost_per_token": None,
+    "supported_openai_params": ["temperature"],
+    "pricing_overrides": [],
+}
+
+
+def live_entry(spec: dict[str, Any], desired: dict[str, Route]) -> dict[str, Any]:
+    if "rendered" not in spec:
+        return spec
+    model, host = spec["rendered"].split("/")
+    route = next(r for r in desired.values() if r.model_name == model and r.host == host)
+    entry = route.deployment()
+    entry["litellm_params"].pop("api_key", None)  # LiteLLM never returns it
+    entry["litellm_params"].update(spec.get("litellm_params", {}))
+    if spec.get("enrich"):
+        entry["litellm_params"].update(PARAM_DEFAULTS)
+        entry["model_info"].update(ENRICHMENT)
+    if spec.get("stale_digest"):
+        entry["model_info"]["fleet_sync_digest"] = "0000000000000000"
+    return entry
+
+
+def describe(change: Change) -> list[str]:
+    if isinstance(change, Delete):
+        return [f"delete {change.id}" + (" replaced" if change.replaced_by else "")]
+    head = f"{change.action} {change.model_name}/{change.host}"
+    if not isinstance(change, Update):
+        return [head]
+    return [f"{head} {d.path}" for d in change.diff] + [
+        f"{head} {d.path}: {d.before} -> {d.after}" for d in change.diff
+    ]
+
+
+def plan_for(case: dict[str, Any]) -> tuple[Plan, float]:
+    doc = parse_yaml(yaml.safe_dump(case["fleet"]), "fleet.yaml")
+    fleet = fleet_from_doc(doc, "fleet.yaml")
+    desired = {r.id: r for r in render(fleet)}
+    live = [parse_route(live_entry(spec, desired)) for spec in case["live"]]
+    return make_plan(fleet, list(desired.values()), [r for r in live if r]), fleet.max_prune_percent
+
+
+@pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
+def test_plan_case(path: Path) -> None:
+    case = yaml.safe_load(path.read_text(encoding="utf-8"))
+    plan, max_prune = plan_for(case)
+    expect = case["expect"]
+    described = [line for change in plan.changes for line in describe(change)]
+    for wanted in expect["changes"]:
+        assert wanted in described, f"{wanted!r} not in {described}"
+    assert len(plan.changes) == len(expect["changes"]), described
+    ignored = {i.route.id: i.reason for i in plan.ignored}
+    assert set(ignored) == set(expect["ignored"])
+    for rid, reason in expect["ignored"].items():
+        assert reason in ignored[rid]
+    refused = refusals(plan, max_prune)
+    assert len(refused) == len(expect.get("refused", [])), refused
+    for wanted, got in zip(expect.get("refused", []), refused, strict=True):
+        assert wanted in got and "--force" in got
+
+
+def test_plan_hash_is_stable_and_moves_with_live_state() -> None:
+    case = yaml.safe_load(CASES[1].read_text(encoding="utf-8"))
+    first, _ = plan_for(case)
+    again, _ = plan_for(case)
+    assert first.hash == again.hash and first.hash.startswith("sha256:")
+    case["live"][0]["litellm_params"]["api_base"] = "http://216.243.220.245:16644/v1"
+    moved, _ = plan_for(case)
+    assert moved.hash != first.hash
+
+
+def test_plan_json_has_the_contract_shape_and_no_secret() -> None:
+    case = yaml.safe_load(CASES[2].read_text(encoding="utf-8"))
+    case["live"][1]["litellm_params"]["api_key"] = "sk-live-secret-123"
+    case["live"][1]["litellm_params"]["aws_secret_access_key"] = "AKIA-very-secret"
+    plan, _ = plan_for(case)
+    body = plan.to_json()
+    text = json.dumps(body)
+    assert "sk-live-secret-123" not in text and "AKIA-very-secret" not in text
+    assert set(body) >= {"version", "fleet", "hash", "changes", "ignored"}
+    change = body["changes"][0]
+    assert set(change) >= {"action", "id", "model_name", "host", "before", "after", "diff"}
+    assert set(body["ignored"][0]) == {"id", "model_name", "reason"}
