@@ -27,6 +27,7 @@ _PLAIN_TAGS = {
     "tag:yaml.org,2002:bool",
     "tag:yaml.org,2002:null",
 }
+_COLLECTION_TAGS = {"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"}
 
 
 @dataclass
@@ -43,6 +44,11 @@ class Marks:
 
     def of_key(self, path: JsonPath) -> tuple[int, int]:
         return self.keys[path] if path in self.keys else self.of_value(path)
+
+
+def _tag(tag: str) -> str:
+    """The tag as it was written: !!python/object rather than tag:yaml.org,2002:python/object."""
+    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
 
 
 def _pos(mark: yaml.Mark | None) -> tuple[int, int]:
@@ -85,6 +91,11 @@ class _Converter:
             )
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
+        if node.tag not in _COLLECTION_TAGS:
+            self.problem(
+                _pos(node.start_mark),
+                f"unsupported YAML tag {_tag(node.tag)!r}; use plain mappings and lists",
+            )
         self._active.add(id(node))
         try:
             if isinstance(node, yaml.SequenceNode):
@@ -100,7 +111,7 @@ class _Converter:
         if node.tag not in _PLAIN_TAGS:
             self.problem(
                 _pos(node.start_mark),
-                f"unsupported YAML tag {node.tag!r}; use plain strings, numbers and booleans",
+                f"unsupported YAML tag {_tag(node.tag)!r}; use plain strings, numbers and booleans",
             )
             return node.value
         return self._loader.construct_object(node)
@@ -174,14 +185,63 @@ def read_yaml(path: Path, display: str | None = None) -> YamlDoc:
     return parse_yaml(_decode(raw, file), file)
 
 
+def _reader_problem(text: str, exc: yaml.reader.ReaderError, file: str) -> Problem:
+    """A character YAML forbids (NUL and other control characters): where, and which."""
+    before = text[: exc.position]
+    line = before.count("\n") + 1
+    col = exc.position - (before.rfind("\n") + 1) + 1
+    return Problem(
+        file,
+        line,
+        col,
+        f"invalid YAML: control character U+{exc.character:04X} is not allowed; "
+        "is this a YAML file?",
+    )
+
+
+# PyYAML's wording for common mistakes, said plainly (its own words kept where they help).
+_UNCLOSED = {
+    "while scanning a quoted scalar": "this quoted string is never closed",
+    "while parsing a flow sequence": "this [ is never closed with ]",
+    "while parsing a flow mapping": "this { is never closed with }",
+}
+
+
+def _syntax_problem(exc: yaml.MarkedYAMLError, file: str) -> Problem:
+    problem, context = exc.problem or "", exc.context or ""
+    mark = exc.problem_mark or exc.context_mark
+    if ("end of stream" in problem or "<stream end>" in problem) and exc.context_mark:
+        # Something opened there and the file ended: point at the opening, not past the end.
+        message = _UNCLOSED.get(context, f"{context} (started here): {problem}")
+        return Problem(file, *_pos(exc.context_mark), f"invalid YAML: {message}")
+    if problem.startswith("found character '\\t'"):
+        message = "tab character; indent with spaces, not tabs"
+    elif isinstance(exc, yaml.composer.ComposerError) and "another document" in problem:
+        message = "a second YAML document starts here; a fleet file holds exactly one"
+    elif problem.startswith("expected <block end>") and exc.context_mark:
+        message = (
+            "bad indentation: this line does not fit the block that starts at line "
+            f"{exc.context_mark.line + 1}"
+        )
+    elif problem == "mapping values are not allowed here":
+        message = f"{problem} (a key indented too far, or an unquoted value containing ': '?)"
+    elif context and exc.context_mark:
+        line, col = _pos(exc.context_mark)
+        message = f"{problem} ({context} at line {line}, column {col})"
+    else:
+        message = " ".join(filter(None, [context, problem]))
+    return Problem(file, *_pos(mark), f"invalid YAML: {message}")
+
+
 def parse_yaml(text: str, file: str) -> YamlDoc:
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:
+        raise FleetError([_reader_problem(text, exc, file)]) from None
     try:
         node = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        message = " ".join(filter(None, [exc.context, exc.problem]))
-        raise FleetError([Problem(file, *_pos(mark), f"invalid YAML: {message}")]) from None
+        raise FleetError([_syntax_problem(exc, file)]) from None
     except yaml.YAMLError as exc:
         raise FleetError([Problem(file, 1, 1, f"invalid YAML: {exc}")]) from None
     finally:

@@ -53,7 +53,7 @@ def create_by_hand(proxy: Proxy, model_name: str, api_base: str, **info: Any) ->
 def test_apply_to_empty_creates_every_route_then_plan_is_empty(
     proxy: Proxy, tmp_path: Path, fleet_name: str
 ) -> None:
-    models = {
+    models: dict[str, Any] = {
         f"{fleet_name}-a": {"hosts": {"h1": OLD, "h2": "https://abc123-8000.proxy.runpod.net/v1"}},
         f"{fleet_name}-b": {"hosts": {"h1": NEW}, "litellm_params": {"rpm": 60}},
     }
@@ -136,7 +136,8 @@ def test_config_file_route_is_listed_as_ignored_and_survives(
     statics = [r for r in proxy.routes() if r["model_info"].get("db_model") is False]
     if not statics:
         pytest.skip(
-            "the proxy under test has no config-file route (harness: LITELLM_HARNESS_STATIC_MODEL=1)"
+            "the proxy under test has no config-file route "
+            "(the harness adds one with LITELLM_HARNESS_STATIC_MODEL=1)"
         )
     static = statics[0]
     # Claim its model group: even then a config-file route is never touched.
