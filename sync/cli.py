@@ -103,10 +103,11 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
     return LiteLLMClient(urls, api_key, timeout=timeout)
 
 
-def current_plan(fleet: Fleet, client: LiteLLMClient) -> Plan:
+def current_plan(fleet: Fleet, client: LiteLLMClient, settle_timeout: float = 40.0) -> Plan:
     try:
-        client.check_ready(client.write_url)
-        live = client.list_routes()
+        for url in client.urls:
+            client.check_ready(url)
+        live = client.list_agreed(settle_timeout)
     except ProxyError as exc:
         fail(str(exc))
     return make_plan(fleet, render(fleet), live)
@@ -268,7 +269,7 @@ def apply(
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client)
+        the_plan = current_plan(fleet, client, confirm_timeout)
         unsafe = refusals(the_plan, fleet.max_prune_percent)
         if dry_run:
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from .render import Route
+from .render import Route, canonical_json
 
 PAGE_SIZE = 200
 
@@ -190,6 +190,27 @@ class LiteLLMClient:
             "refusing to plan from an incomplete read",
         )
 
+    def list_agreed(self, settle_timeout: float, poll: float = 1.0) -> list[Route]:
+        """Every route, once all listed pods show the same set. Pods reload from the database on
+        an interval; planning from a lagging pod would miss a delete made through another pod
+        (and never repair it), so disagreeing pods are read again until they settle."""
+        deadline = time.monotonic() + settle_timeout
+        while True:
+            listings = [self.list_routes(url) for url in self.urls]
+            prints = [_fingerprint(routes) for routes in listings]
+            if all(p == prints[0] for p in prints):
+                return listings[0]
+            if time.monotonic() >= deadline:
+                counts = ", ".join(
+                    f"{u}: {len(r)} routes" for u, r in zip(self.urls, listings, strict=True)
+                )
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE,
+                    f"the proxy pods still disagree after {settle_timeout:g}s ({counts}); "
+                    "refusing to plan from a lagging pod",
+                )
+            time.sleep(poll)
+
     def _list_once(self, base: str) -> tuple[list[Route], str]:
         entries: list[Any] = []
         page, total, pages = 1, None, 1
@@ -248,6 +269,10 @@ class LiteLLMClient:
 
     def delete(self, route_id: str) -> None:
         self._send("POST", f"{self.write_url}/model/delete", write=True, json={"id": route_id})
+
+
+def _fingerprint(routes: Sequence[Route]) -> list[str]:
+    return sorted(canonical_json(r.deployment()) for r in routes)
 
 
 def parse_route(entry: Any) -> Route | None:
