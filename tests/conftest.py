@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from .fake_github import fake_github  # noqa: F401  (fixture)
 from .proxyharness import Proxy, from_environment, start, stop
 
 

@@ -1,0 +1,378 @@
+"""A fake GitHub REST server on 127.0.0.1 for tests (threaded ``http.server``, port 0).
+
+It keeps issues, pull requests and comments in memory, records every call, paginates lists with
+a ``Link`` header (``per_page`` honoured, default 30, at most 100), checks
+``Authorization: Bearer <token>`` and can inject faults (next N responses 500, rate limited, or
+"stored but answered 500").
+
+Use the ``fake_github`` fixture (import it into conftest.py) or ``with FakeGitHub() as gh:``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+import pytest
+
+JSON = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Call:
+    method: str
+    path: str
+    query: dict[str, str]
+    json: Any
+    status: int
+
+
+@dataclass
+class Fault:
+    status: int
+    headers: dict[str, str] = field(default_factory=dict)
+    message: str = "Server Error"
+    after_commit: bool = False  # handle the request, then answer with this fault anyway
+    method: str | None = None  # only requests with this method (None: any)
+
+
+class FakeGitHub:
+    """In-memory GitHub for one repository."""
+
+    def __init__(self, token: str = "ghs_fake_token_0123456789", repo: str = "acme/fleet") -> None:
+        self.token = token
+        self.repo = repo
+        self.calls: list[Call] = []
+        self.issues: dict[int, JSON] = {}  # number -> issue (PRs too: they share numbers)
+        self.comments: dict[int, JSON] = {}  # id -> comment (with "issue_number")
+        self.commit_pulls: dict[str, list[int]] = {}  # sha -> PR numbers
+        self.faults: list[Fault] = []
+        self.link_base: str | None = None  # host put in Link headers (None: this server)
+        self.lock = threading.RLock()
+        self._next_comment_id = 1000
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "FakeGitHub is not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> Self:
+        handler = type("Handler", (_Handler,), {"github": self})
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """Environment variables that point fleet-sync at this server."""
+        return {
+            "GITHUB_TOKEN": self.token,
+            "GITHUB_REPOSITORY": self.repo,
+            "GITHUB_API_URL": self.url,
+            **extra,
+        }
+
+    # ------------------------------------------------------------------ seeding
+
+    def add_pull_request(
+        self,
+        number: int | None = None,
+        *,
+        state: str = "open",
+        merged: bool = False,
+        body: str = "",
+        labels: list[str] | None = None,
+    ) -> int:
+        with self.lock:
+            number = number if number is not None else self._next_number()
+            self.issues[number] = {
+                "number": number,
+                "title": f"PR {number}",
+                "body": body,
+                "state": state,
+                "labels": [{"name": name} for name in labels or []],
+                "pull_request": {"url": f"/repos/{self.repo}/pulls/{number}"},
+                "merged_at": "2026-01-01T00:00:00Z" if merged else None,
+            }
+            return number
+
+    def add_issue(
+        self, title: str, body: str, *, labels: list[str] | None = None, state: str = "open"
+    ) -> int:
+        with self.lock:
+            number = self._next_number()
+            self.issues[number] = {
+                "number": number,
+                "title": title,
+                "body": body,
+                "state": state,
+                "labels": [{"name": name} for name in labels or []],
+            }
+            return number
+
+    def add_comment(self, issue_number: int, body: str, *, user: str = "someone") -> int:
+        with self.lock:
+            return int(self._create_comment(issue_number, body, user)["id"])
+
+    def set_commit_pulls(self, sha: str, numbers: list[int]) -> None:
+        with self.lock:
+            self.commit_pulls[sha] = list(numbers)
+
+    # ------------------------------------------------------------------ faults
+
+    def fail_next(
+        self,
+        n: int = 1,
+        status: int = 500,
+        message: str = "Server Error",
+        *,
+        method: str | None = None,
+    ) -> None:
+        """The next ``n`` requests (of ``method``, if given) answer ``status``, changing nothing."""
+        with self.lock:
+            self.faults.extend(Fault(status, message=message, method=method) for _ in range(n))
+
+    def fail_after_commit_next(
+        self, n: int = 1, status: int = 500, *, method: str | None = None
+    ) -> None:
+        """The next ``n`` requests (of ``method``) are carried out, then answered ``status``."""
+        with self.lock:
+            self.faults.extend(Fault(status, after_commit=True, method=method) for _ in range(n))
+
+    def rate_limit_next(
+        self, n: int = 1, *, retry_after: int | None = None, method: str | None = None
+    ) -> None:
+        """Primary rate limit (403, x-ratelimit-remaining: 0) or, with retry_after, 429."""
+        with self.lock:
+            for _ in range(n):
+                if retry_after is None:
+                    headers = {
+                        "x-ratelimit-limit": "5000",
+                        "x-ratelimit-remaining": "0",
+                        "x-ratelimit-reset": str(int(time.time()) + 600),
+                    }
+                    self.faults.append(
+                        Fault(403, headers, "API rate limit exceeded", method=method)
+                    )
+                else:
+                    headers = {"retry-after": str(retry_after)}
+                    message = "You have exceeded a secondary rate limit"
+                    self.faults.append(Fault(429, headers, message, method=method))
+
+    def take_fault(self, method: str) -> Fault | None:
+        with self.lock:
+            for index, fault in enumerate(self.faults):
+                if fault.method is None or fault.method == method:
+                    return self.faults.pop(index)
+            return None
+
+    # ------------------------------------------------------------------ inspection
+
+    def comments_on(self, issue_number: int) -> list[JSON]:
+        with self.lock:
+            return sorted(
+                (c for c in self.comments.values() if c["issue_number"] == issue_number),
+                key=lambda c: int(c["id"]),
+            )
+
+    def calls_to(self, method: str, pattern: str = "") -> list[Call]:
+        with self.lock:
+            return [c for c in self.calls if c.method == method and re.search(pattern, c.path)]
+
+    def writes(self) -> list[Call]:
+        with self.lock:
+            return [c for c in self.calls if c.method in {"POST", "PATCH", "PUT", "DELETE"}]
+
+    # ------------------------------------------------------------------ internals
+
+    def _next_number(self) -> int:
+        return max(self.issues, default=0) + 1
+
+    def _create_comment(self, issue_number: int, body: str, user: str) -> JSON:
+        self._next_comment_id += 1
+        cid = self._next_comment_id
+        comment = {
+            "id": cid,
+            "issue_number": issue_number,
+            "body": body,
+            "user": {"login": user},
+            "html_url": f"https://github.invalid/{self.repo}/issues/{issue_number}#c{cid}",
+        }
+        self.comments[cid] = comment
+        return comment
+
+    def handle(
+        self, method: str, path: str, query: dict[str, str], body: Any
+    ) -> tuple[int, Any, dict[str, str]]:
+        """Route one authenticated request; returns (status, json, extra headers)."""
+        prefix = f"/repos/{self.repo}"
+        if not path.startswith(prefix + "/"):
+            return 404, {"message": "Not Found"}, {}
+        rest = path[len(prefix) :]
+        if m := re.fullmatch(r"/issues/(\d+)/comments", rest):
+            number = int(m.group(1))
+            if number not in self.issues:
+                return 404, {"message": "Not Found"}, {}
+            if method == "GET":
+                return self._page(path, query, self.comments_on(number))
+            if method == "POST":
+                if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+                    return 422, {"message": "body is missing"}, {}
+                return 201, self._create_comment(number, body["body"], "github-actions[bot]"), {}
+        elif m := re.fullmatch(r"/issues/comments/(\d+)", rest):
+            cid = int(m.group(1))
+            if cid not in self.comments:
+                return 404, {"message": "Not Found"}, {}
+            if method == "PATCH":
+                if not isinstance(body, dict) or not isinstance(body.get("body"), str):
+                    return 422, {"message": "body is missing"}, {}
+                self.comments[cid]["body"] = body["body"]
+                return 200, self.comments[cid], {}
+        elif rest == "/issues":
+            if method == "GET":
+                return self._page(path, query, self._list_issues(query))
+            if method == "POST":
+                if not isinstance(body, dict) or not isinstance(body.get("title"), str):
+                    return 422, {"message": "title is missing"}, {}
+                number = self.add_issue(
+                    body["title"], str(body.get("body") or ""), labels=list(body.get("labels", []))
+                )
+                return 201, self.issues[number], {}
+        elif m := re.fullmatch(r"/issues/(\d+)", rest):
+            number = int(m.group(1))
+            if number not in self.issues:
+                return 404, {"message": "Not Found"}, {}
+            if method == "GET":
+                return 200, self.issues[number], {}
+            if method == "PATCH":
+                if not isinstance(body, dict):
+                    return 422, {"message": "invalid body"}, {}
+                issue = self.issues[number]
+                for key in ("title", "body", "state"):
+                    if key in body:
+                        issue[key] = body[key]
+                if "labels" in body:
+                    issue["labels"] = [{"name": name} for name in body["labels"]]
+                return 200, issue, {}
+        elif m := re.fullmatch(r"/commits/([0-9A-Za-z]+)/pulls", rest):
+            if method == "GET":
+                pulls = [
+                    self.issues.get(n) or {"number": n, "state": "open", "merged_at": None}
+                    for n in self.commit_pulls.get(m.group(1), [])
+                ]
+                return self._page(path, query, pulls)
+        else:
+            return 404, {"message": "Not Found"}, {}
+        return 405, {"message": "Method Not Allowed"}, {}
+
+    def _list_issues(self, query: dict[str, str]) -> list[JSON]:
+        state = query.get("state", "open")
+        wanted = [name for name in query.get("labels", "").split(",") if name]
+        found = []
+        for issue in self.issues.values():
+            if state != "all" and issue["state"] != state:
+                continue
+            names = {label["name"] for label in issue["labels"]}
+            if all(name in names for name in wanted):
+                found.append(issue)
+        return sorted(found, key=lambda issue: -int(issue["number"]))  # newest first, as GitHub
+
+    def _page(
+        self, path: str, query: dict[str, str], items: list[JSON]
+    ) -> tuple[int, Any, dict[str, str]]:
+        per_page = min(max(int(query.get("per_page", "30")), 1), 100)
+        page = max(int(query.get("page", "1")), 1)
+        last = max((len(items) + per_page - 1) // per_page, 1)
+        chunk = items[(page - 1) * per_page : page * per_page]
+        links = []
+
+        def link(p: int, rel: str) -> str:
+            target = f"{self.link_base or self.url}{path}?{urlencode({**query, 'page': str(p)})}"
+            return f'<{target}>; rel="{rel}"'
+
+        if page < last:
+            links += [link(page + 1, "next"), link(last, "last")]
+        if page > 1:
+            links += [link(1, "first"), link(page - 1, "prev")]
+        return 200, chunk, {"Link": ", ".join(links)} if links else {}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    github: FakeGitHub
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # one small response per request: no 40 ms delayed-ACK stall
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def _serve(self) -> None:
+        gh = self.github
+        parts = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        with gh.lock:
+            if self.headers.get("Authorization") != f"Bearer {gh.token}":
+                status, payload, headers = 401, {"message": "Bad credentials"}, {}
+            elif fault := gh.take_fault(self.command):
+                if fault.after_commit:
+                    gh.handle(self.command, parts.path, query, body)
+                status, payload, headers = fault.status, {"message": fault.message}, fault.headers
+            else:
+                status, payload, headers = gh.handle(self.command, parts.path, query, body)
+            gh.calls.append(Call(self.command, parts.path, query, body, status))
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = _serve
+    do_POST = _serve
+    do_PATCH = _serve
+    do_PUT = _serve
+    do_DELETE = _serve
+
+
+@pytest.fixture
+def fake_github() -> Iterator[FakeGitHub]:
+    """A started FakeGitHub; ``fake_github.env()`` gives the variables that point at it."""
+    with FakeGitHub() as fake:
+        yield fake
