@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -20,7 +21,9 @@ from .yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 SCHEMA_PATH = Path(__file__).with_name("fleet.schema.json")
 ENV_REFERENCE = re.compile(r"^os\.environ/[A-Za-z_][A-Za-z0-9_]*$")
 # litellm_params keys whose values are credentials: only os.environ/ references are accepted.
-SECRET_KEY = re.compile(r"(api_key|secret|token|password|credential)", re.IGNORECASE)
+# Matched on whole words of the key, so max_tokens or input_cost_per_token are not credentials.
+SECRET_WORDS = {"secret", "token", "password", "passwd", "credential", "credentials"}
+SECRET_WORDS |= {"apikey", "authorization", "cookie"}
 # Set by fleet-sync from dedicated fields, so a second spelling in litellm_params is an error.
 RESERVED_PARAMS = {"model": "served_model", "api_base": "the host's api_base", "api_key": "api_key"}
 RESERVED_INFO = re.compile(r"^(id|fleet_sync_.*)$")
@@ -86,7 +89,7 @@ def load_fleet(path: Path, display: str | None = None) -> Fleet:
 def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
     problems = list(doc.problems)
     if not isinstance(doc.data, dict):
-        kind = "a list" if isinstance(doc.data, list) else f"a {type(doc.data).__name__}"
+        kind = _type_name(doc.data)
         problems.append(
             Problem(
                 file,
@@ -138,25 +141,29 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
             yield Problem(file, *marks.of_key((*path, key)), f"{where}: unknown key {key!r}{fix}")
         return
     if kind == "required":
+        # At the key that names the incomplete mapping (models.x:), else where it starts.
         missing = [k for k in expected if k not in instance]
         for key in missing:
-            yield Problem(file, *at, f"{where}: missing required key {key!r}")
+            yield Problem(file, *marks.of_key(path), f"{where}: missing required key {key!r}")
         return
-    if kind == "propertyNames":
-        # jsonschema reports the offending name as the instance of a sub-error.
-        for sub in error.context or []:
-            name: Any = sub.instance
-            yield Problem(
-                file,
-                *marks.of_key((*path, name)),
-                f"{where}: invalid model name {name!r} (letters, digits and ._:/@+- "
-                "only, starting with a letter or digit, at most 128)",
-            )
+    if "propertyNames" in error.absolute_schema_path:
+        # jsonschema reports a bad name with the name as instance and the mapping as path.
+        name: Any = instance
+        yield Problem(
+            file,
+            *marks.of_key((*path, name)),
+            f"{where}: invalid model name {name!r} (letters, digits and ._:/@+- "
+            "only, starting with a letter or digit, at most 128)",
+        )
         return
     last = path[-1] if path else ""
-    if kind == "const" and last == "version":
+    if kind == "const" and last == "version" and isinstance(instance, str):
+        yield Problem(file, *at, f"version: expected the number 1, got the string {instance!r}")
+    elif kind == "const" and last == "version":
         yield Problem(
-            file, *at, f"unsupported version {error.instance!r}; this fleet-sync reads version 1"
+            file,
+            *at,
+            f"unsupported version {json.dumps(instance)}; this fleet-sync reads version 1",
         )
     elif kind == "type":
         yield Problem(
@@ -260,10 +267,33 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
                 bases[normal] = index
 
 
+def looks_secret(key: str) -> bool:
+    """api_key, aws_secret_access_key, x-api-key, Authorization, hfToken: yes; max_tokens: no."""
+    words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
+    return bool(SECRET_WORDS.intersection(words)) or ("api", "key") in itertools.pairwise(words)
+
+
+def _secret_problems(params: dict[str, Any], at: JsonPath, problem: Any) -> Iterator[Problem]:
+    """Credential-looking keys at any depth (extra_headers: {Authorization: ...} too) whose
+    value is written out; numbers and lists under such names (max_tokens) are not secrets."""
+    for key, value in params.items():
+        here: JsonPath = (*at, key)
+        if looks_secret(str(key)) and (
+            isinstance(value, dict) or (isinstance(value, str) and not ENV_REFERENCE.match(value))
+        ):
+            yield problem(
+                here,
+                f"{_where(here)}: looks like a credential; write a reference os.environ/NAME "
+                "instead of the value",
+            )
+        elif isinstance(value, dict):
+            yield from _secret_problems(value, here, problem)
+
+
 def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> Iterator[Problem]:
     params = section.get("litellm_params")
     if isinstance(params, dict):
-        for key, value in params.items():
+        for key in params:
             at: JsonPath = (*path, "litellm_params", key)
             if key in RESERVED_PARAMS:
                 yield problem(
@@ -271,14 +301,8 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
                     f"{_where(at)}: set by fleet-sync from {RESERVED_PARAMS[key]}; remove it here",
                     True,
                 )
-            elif SECRET_KEY.search(key) and not (
-                isinstance(value, str) and ENV_REFERENCE.match(value)
-            ):
-                yield problem(
-                    at,
-                    f"{_where(at)}: looks like a credential; write a reference os.environ/NAME "
-                    "instead of the value",
-                )
+        free = {k: v for k, v in params.items() if k not in RESERVED_PARAMS}
+        yield from _secret_problems(free, (*path, "litellm_params"), problem)
     info = section.get("model_info")
     if isinstance(info, dict):
         for key in info:
@@ -291,25 +315,28 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
 
 def address_problem(address: str) -> str | None:
     """Why an api_base is not http(s)://host[:port][/path], or None when it is."""
+    if "@" in re.split(r"[/?#]", address.split("://", 1)[-1], maxsplit=1)[0]:
+        # Checked first, and the address never echoed: the text before @ may be a password.
+        return "credentials in the address are refused; use api_key: os.environ/NAME"
     if address != address.strip() or any(c.isspace() for c in address):
         return f"{address!r} contains whitespace"
     try:
         parts = urlsplit(address)
-        port = parts.port
     except ValueError as exc:
         return f"{address!r} is not a valid address ({exc}); expected http(s)://host[:port][/path]"
     if parts.scheme not in {"http", "https"}:
         return f"{address!r} must start with http:// or https://"
-    if parts.username is not None or parts.password is not None:
-        return "credentials in the address are refused; use api_key: os.environ/NAME"
     if not parts.hostname:
         return f"{address!r} has no host; expected http(s)://host[:port][/path]"
-    if port is not None and not 1 <= port <= 65535:
-        return f"port {port} is outside 1-65535"
-    if port == 0:
-        return "port 0 is outside 1-65535"
+    port_text = parts.netloc.rpartition("]")[2].partition(":")[2]
+    if port_text and not (port_text.isascii() and port_text.isdigit()):
+        return f"{address!r} has a port that is not a number; expected http(s)://host[:port][/path]"
+    if port_text and not 1 <= int(port_text) <= 65535:
+        return f"port {int(port_text)} is outside 1-65535"
     if parts.query or parts.fragment:
-        return f"{address!r} must not carry a query or fragment"
+        # Not echoed whole: a query may carry a token (?api_key=...).
+        shown = f"{parts.scheme}://{parts.netloc}{parts.path}"
+        return f"{shown!r} must not carry a query or fragment (remove what follows ? or #)"
     return None
 
 

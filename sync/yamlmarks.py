@@ -48,7 +48,8 @@ class Marks:
 
 def _tag(tag: str) -> str:
     """The tag as it was written: !!python/object rather than tag:yaml.org,2002:python/object."""
-    return "!!" + tag.removeprefix("tag:yaml.org,2002:") if tag.startswith("tag:yaml.org,2002:") else tag
+    prefix = "tag:yaml.org,2002:"
+    return "!!" + tag.removeprefix(prefix) if tag.startswith(prefix) else tag
 
 
 def _pos(mark: yaml.Mark | None) -> tuple[int, int]:
