@@ -12,13 +12,14 @@ from typing import Any, NoReturn
 
 import click
 
-from . import __version__
+from . import __version__, gitops
 from .apply import ApplyAborted, Result, apply_plan
 from .fleet import Fleet, load_fleet
+from .github import GitHubError
 from .litellm import LiteLLMClient, ProxyError
 from .plan import Plan, make_plan
 from .problems import FleetError, Problem
-from .render import render, render_config
+from .render import Route, render, render_config
 from .report import (
     plan_markdown,
     plan_text,
@@ -103,14 +104,25 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
     return LiteLLMClient(urls, api_key, timeout=timeout)
 
 
-def current_plan(fleet: Fleet, client: LiteLLMClient, settle_timeout: float = 40.0) -> Plan:
+def read_live(client: LiteLLMClient, settle_timeout: float = 40.0) -> list[Route]:
     try:
         for url in client.urls:
             client.check_ready(url)
-        live = client.list_agreed(settle_timeout)
+        return client.list_agreed(settle_timeout)
     except ProxyError as exc:
         fail(str(exc))
-    return make_plan(fleet, render(fleet), live)
+
+
+def current_plan(fleet: Fleet, client: LiteLLMClient, settle_timeout: float = 40.0) -> Plan:
+    return make_plan(fleet, render(fleet), read_live(client, settle_timeout))
+
+
+def on_github(call: Callable[[], str]) -> None:
+    """Run one GitHub step; its failure is an error (exit 1) but the plan is already printed."""
+    try:
+        click.echo(call(), err=True)
+    except (GitHubError, ValueError) as exc:
+        fail(f"GitHub: {exc}")
 
 
 def colour() -> bool:
@@ -211,6 +223,18 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     help="Save the plan as JSON; apply --plan refuses it once live state moved.",
 )
 @click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")
+@click.option(
+    "--github-comment",
+    is_flag=True,
+    help="Post the plan as the pull request's sticky comment (GITHUB_TOKEN, GITHUB_REPOSITORY, "
+    "GITHUB_EVENT_PATH) and to $GITHUB_STEP_SUMMARY, split into this PR's changes and drift.",
+)
+@click.option(
+    "--base-ref",
+    metavar="REF",
+    help="What 'this PR changes' is measured against (default: the event's base sha; the "
+    "merge base with HEAD is used).",
+)
 def plan(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -219,14 +243,22 @@ def plan(
     fmt: str,
     out: Path | None,
     detailed_exitcode: bool,
+    github_comment: bool,
+    base_ref: str | None,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client)
-    show_plan(the_plan, fmt, refusals(the_plan, fleet.max_prune_percent))
+        live = read_live(client)
+    the_plan = make_plan(fleet, render(fleet), live)
+    unsafe = refusals(the_plan, fleet.max_prune_percent)
+    show_plan(the_plan, fmt, unsafe)
     if out:
         out.write_text(to_json(the_plan.to_json()), encoding="utf-8")
+    if github_comment:
+        on_github(
+            lambda: gitops.comment_plan(fleet_file, the_plan, live, unsafe, base_ref, os.environ)
+        )
     if detailed_exitcode and not the_plan.empty:
         raise Exit(EXIT_CHANGES)
 
@@ -254,6 +286,11 @@ def plan(
     help="How long read-back waits for every pod to show the changes (LiteLLM pods "
     "reload from the database every 30 s by default).",
 )
+@click.option(
+    "--github-comment",
+    is_flag=True,
+    help="Post the result on the pull request merged as GITHUB_SHA.",
+)
 def apply(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -265,6 +302,7 @@ def apply(
     fmt: str,
     concurrency: int,
     confirm_timeout: float,
+    github_comment: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
     fleet = read_fleet(fleet_file)
@@ -281,11 +319,15 @@ def apply(
             fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
         if the_plan.empty:
             click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
-            return
-        if fmt == "text":
-            show_plan(the_plan, "text")
-        result = run_apply(the_plan, client, concurrency, confirm_timeout)
-    click.echo(to_json(result_json(result)) if fmt == "json" else result_text(result), nl=False)
+            result = Result(the_plan, ())
+        else:
+            if fmt == "text":
+                show_plan(the_plan, "text")
+            result = run_apply(the_plan, client, concurrency, confirm_timeout)
+    if not the_plan.empty:
+        click.echo(to_json(result_json(result)) if fmt == "json" else result_text(result), nl=False)
+    if github_comment:
+        on_github(lambda: gitops.comment_result(result, os.environ))
     if not result.complete:
         raise Exit(EXIT_INCOMPLETE)
 
@@ -326,14 +368,41 @@ def check_saved(saved: Path, live_plan: Plan) -> None:
     default="text",
     show_default=True,
 )
+@click.option(
+    "--github-issue",
+    is_flag=True,
+    help="Open or update one drift issue per fleet (label fleet-drift); close it once clean.",
+)
+@click.option("--fix", is_flag=True, help="Self-heal: apply when there is drift (safety applies).")
 def drift(
-    fleet_file: Path, proxy_urls: tuple[str, ...], api_key: str | None, timeout: float, fmt: str
+    fleet_file: Path,
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    fmt: str,
+    github_issue: bool,
+    fix: bool,
 ) -> None:
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
     fleet = read_fleet(fleet_file)
+    code = EXIT_OK
     with connect(proxy_urls, api_key, timeout) as client:
         the_plan = current_plan(fleet, client)
-    show_plan(the_plan, fmt)
+        show_plan(the_plan, fmt)
+        if fix and not the_plan.empty:
+            unsafe = refusals(the_plan, fleet.max_prune_percent)
+            if unsafe:
+                click.echo("error: --fix refused: " + " | ".join(unsafe), err=True)
+                code = EXIT_REFUSED
+            else:
+                result = run_apply(the_plan, client, 4, 40.0)
+                click.echo(result_text(result), nl=False)
+                code = EXIT_OK if result.complete else EXIT_INCOMPLETE
+                the_plan = current_plan(fleet, client)
+    if github_issue:
+        on_github(lambda: gitops.report_drift(the_plan, os.environ))
+    if code != EXIT_OK:
+        raise Exit(code)
     if not the_plan.empty:
         raise Exit(EXIT_CHANGES)
 

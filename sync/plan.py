@@ -274,3 +274,13 @@ def _address(route: Route) -> str:
         return normalise_address(route.api_base or "")
     except (KeyError, ValueError):
         return route.api_base or ""
+
+
+def split_by_base(head: Plan, base: Plan | None) -> tuple[tuple[Change, ...], tuple[Change, ...]]:
+    """(what this PR changes, drift already live): a head change that the base fleet.yaml would
+    cause identically is drift, not the PR's doing."""
+    if base is None:
+        return head.changes, ()
+    at_base = {canonical_json(change_json(c)) for c in base.changes}
+    drift = tuple(c for c in head.changes if canonical_json(change_json(c)) in at_base)
+    return tuple(c for c in head.changes if c not in drift), drift

@@ -122,6 +122,38 @@ def changes_markdown(changes: Iterable[Change]) -> list[str]:
     return out
 
 
+def pr_markdown(
+    plan: Plan,
+    this_pr: Sequence[Change],
+    drift: Sequence[Change],
+    base_note: str,
+    refusals: Sequence[str] = (),
+) -> str:
+    """The pull-request view: what this PR changes apart from drift that is already live."""
+    out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
+    out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
+    out += [f"#### This PR changes ({len(this_pr)})", f"<sub>{base_note}</sub>", ""]
+    out += changes_markdown(this_pr) or ["Nothing: fleet.yaml changes no route.", ""]
+    if drift:
+        out += [
+            f"#### Drift already live ({len(drift)})",
+            "<sub>The proxy differs from fleet.yaml at the merge base too: apply on merge "
+            "repairs these as well.</sub>",
+            "",
+        ]
+        out += changes_markdown(drift)
+    if plan.ignored:
+        out += [
+            "<details><summary>Ignored routes (not owned by this fleet): "
+            f"{len(plan.ignored)}</summary>",
+            "",
+        ]
+        out += [f"- `{i.route.model_name}` `{i.route.id}`: {i.reason}" for i in plan.ignored]
+        out += ["", "</details>", ""]
+    out.append(f"<sub>plan hash `{plan.hash}`</sub>")
+    return "\n".join(out) + "\n"
+
+
 # -- apply result ------------------------------------------------------------------------
 
 

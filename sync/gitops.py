@@ -1,0 +1,125 @@
+"""The GitOps loop on GitHub: the sticky plan comment, the apply result on the merged PR, the
+drift issue. Each returns a one-line report; GitHub failures raise GitHubError after the plan
+has been printed, so nothing is lost."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .apply import Result
+from .comment import PlanComment, fit, marker_for
+from .fleet import Fleet, fleet_from_doc
+from .github import GitHubClient, GitHubConfig, GitHubError, write_step_summary
+from .gitref import GitRefError, file_at, merge_base
+from .plan import Plan, make_plan, split_by_base
+from .problems import FleetError
+from .render import Route, render
+from .report import plan_markdown, pr_markdown, result_markdown
+from .yamlmarks import parse_yaml
+
+
+def _base_sha(config: GitHubConfig) -> str | None:
+    if not config.event_path:
+        return None
+    try:
+        event = json.loads(Path(config.event_path).read_text(encoding="utf-8"))
+        sha = event["pull_request"]["base"]["sha"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return sha if isinstance(sha, str) else None
+
+
+def base_plan(fleet_file: Path, ref: str, live: Sequence[Route]) -> tuple[Plan | None, str]:
+    """The plan fleet.yaml at the merge base would make against today's live routes."""
+    try:
+        base = merge_base(fleet_file.resolve().parent, ref)
+        text = file_at(fleet_file, base)
+    except GitRefError as exc:
+        return None, f"no merge base ({exc}): every change is counted as this PR's"
+    if text is None:
+        return None, f"fleet.yaml is new at {base[:12]}: every change is this PR's"
+    try:
+        fleet: Fleet = fleet_from_doc(parse_yaml(text, str(fleet_file)), str(fleet_file))
+    except FleetError:
+        return (
+            None,
+            f"fleet.yaml at the merge base {base[:12]} is invalid: every change is this PR's",
+        )
+    return make_plan(
+        fleet, render(fleet), live
+    ), f"compared with fleet.yaml at the merge base {base[:12]}"
+
+
+def comment_plan(
+    fleet_file: Path,
+    plan: Plan,
+    live: Sequence[Route],
+    refusals: Sequence[str],
+    base_ref: str | None,
+    environ: Mapping[str, str],
+) -> str:
+    config = GitHubConfig.from_env(environ)
+    ref = base_ref or _base_sha(config)
+    base, note = base_plan(fleet_file, ref, live) if ref else (None, "no base ref given")
+    this_pr, drift = split_by_base(plan, base)
+    body = pr_markdown(plan, this_pr, drift, note, refusals)
+    write_step_summary(config, body)
+    with GitHubClient(config) as github:
+        number = github.pull_request_number()
+        if number is None:
+            raise GitHubError(
+                "GITHUB_EVENT_PATH holds no pull_request: run this on pull_request events"
+            )
+        comment = PlanComment(plan.fleet, plan.hash, "plan", fit(body))
+        ref_ = github.upsert_sticky_comment(number, comment.marker, comment.render())
+    return f"plan comment {ref_.action} on pull request #{number}: {ref_.url}"
+
+
+def comment_result(result: Result, environ: Mapping[str, str]) -> str:
+    config = GitHubConfig.from_env(environ)
+    if not config.sha:
+        raise GitHubError("GITHUB_SHA is not set: cannot find the merged pull request")
+    with GitHubClient(config) as github:
+        numbers = github.pull_requests_for_commit(config.sha)
+        posted = []
+        for number in numbers:
+            note = _reviewed_note(github, number, result.plan)
+            body = result_markdown(result, note)
+            write_step_summary(config, body)
+            comment = PlanComment(result.plan.fleet, result.plan.hash, "apply", fit(body))
+            posted.append(github.upsert_sticky_comment(number, comment.marker, comment.render()))
+    if not numbers:
+        write_step_summary(config, result_markdown(result))
+        return f"no pull request is associated with {config.sha[:12]}; result in the job summary"
+    return "; ".join(f"apply result {c.action}: {c.url}" for c in posted)
+
+
+def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
+    marker = marker_for(applied.fleet, "plan")
+    for comment in github.list_comments(number):
+        parsed = PlanComment.parse(str(comment.get("body") or ""))
+        if parsed is None or not parsed.render().startswith(marker):
+            continue
+        if parsed.plan_hash != applied.hash:
+            return (
+                f"The plan applied ({applied.hash[:19]}…) differs from the plan reviewed in this "
+                f"pull request ({parsed.plan_hash[:19]}…): live state moved after the review."
+            )
+        return ""
+    return ""
+
+
+def report_drift(plan: Plan, environ: Mapping[str, str]) -> str:
+    config = GitHubConfig.from_env(environ)
+    body = None
+    if not plan.empty:
+        body = plan_markdown(plan, title=f"Drift in fleet `{plan.fleet}`")
+        write_step_summary(config, body)
+        body = fit(body, note="the full drift report is in the job summary")
+    with GitHubClient(config) as github:
+        action = github.sync_drift_issue(plan.fleet, body)
+    if action.action == "none":
+        return "no drift and no open drift issue"
+    return f"drift issue #{action.number} {action.action}"

@@ -1,0 +1,46 @@
+"""gitpython at the edge: fleet.yaml as it was at a ref, and the merge base of a pull request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+
+
+class GitRefError(Exception):
+    pass
+
+
+def _repo(start: Path) -> git.Repo:
+    try:
+        return git.Repo(start, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise GitRefError(f"{start} is not inside a git repository") from exc
+
+
+def merge_base(start: Path, base: str, head: str = "HEAD") -> str:
+    """The commit a pull request branched from (what 'this PR changes' is measured against)."""
+    repo = _repo(start)
+    try:
+        bases = repo.merge_base(base, head)
+    except git.GitCommandError as exc:
+        raise GitRefError(
+            f"cannot find the merge base of {base} and {head}: {exc.stderr.strip()}"
+        ) from exc
+    if not bases:
+        raise GitRefError(f"{base} and {head} share no history (fetch with fetch-depth: 0)")
+    return str(bases[0].hexsha)
+
+
+def file_at(path: Path, ref: str) -> str | None:
+    """The text of `path` at `ref`, or None when the file did not exist there."""
+    repo = _repo(path.resolve().parent)
+    relative = path.resolve().relative_to(Path(repo.working_tree_dir or ".").resolve())
+    try:
+        blob = repo.commit(ref).tree / relative.as_posix()
+    except KeyError:
+        return None
+    except (git.BadName, ValueError) as exc:
+        raise GitRefError(f"unknown git ref {ref!r}") from exc
+    data: bytes = blob.data_stream.read()
+    return data.decode("utf-8", errors="replace")
