@@ -4,7 +4,9 @@ LiteLLM, and the fake GitHub server, with the environment GitHub Actions gives e
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import git
 
@@ -23,25 +25,25 @@ NEW = "http://103.196.86.105:17140/v1"
 
 
 def repo_with_pr(
-    tmp_path: Path, fleet: str, base: dict[str, object], head: dict[str, object]
+    tmp_path: Path, fleet: str, base: Mapping[str, Any], head: Mapping[str, Any]
 ) -> tuple[Path, str, str]:
     """A repository whose main has `base` and whose PR branch changes it to `head`."""
     repo = git.Repo.init(tmp_path / "repo", initial_branch="main")
     with repo.config_writer() as config:
         config.set_value("user", "name", "t").set_value("user", "email", "t@example.invalid")
     fleet_file = Path(repo.working_tree_dir or "") / "fleet.yaml"
-    write_fleet(fleet_file, fleet, base)  # type: ignore[arg-type]
+    write_fleet(fleet_file, fleet, base)
     repo.index.add(["fleet.yaml"])
     base_sha = repo.index.commit("base").hexsha
     repo.git.checkout("-b", "pr")
-    write_fleet(fleet_file, fleet, head)  # type: ignore[arg-type]
+    write_fleet(fleet_file, fleet, head)
     repo.index.add(["fleet.yaml"])
     head_sha = repo.index.commit("pr").hexsha
     return fleet_file, base_sha, head_sha
 
 
 def actions_env(
-    proxy: Proxy, github: FakeGitHub, tmp_path: Path, event: dict[str, object], sha: str
+    proxy: Proxy, github: FakeGitHub, tmp_path: Path, event: Mapping[str, Any], sha: str
 ) -> dict[str, str]:
     event_path = tmp_path / "event.json"
     event_path.write_text(json.dumps(event), encoding="utf-8")
