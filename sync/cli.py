@@ -6,20 +6,33 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
 
 import click
 
 from . import __version__, gitops
 from .apply import ApplyAborted, Result, apply_plan
-from .fleet import Fleet, load_fleet
-from .github import GitHubError
-from .litellm import LiteLLMClient, ProxyError
+from .cli_common import (
+    EXIT_CHANGES,
+    EXIT_ERROR,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_REFUSED,
+    Exit,
+    connect,
+    current_plan,
+    fail,
+    fleet_option,
+    on_github,
+    proxy_options,
+    read_fleet,
+    read_live,
+)
+from .fleet import load_fleet
+from .litellm import LiteLLMClient
 from .plan import Plan, make_plan
 from .problems import FleetError, Problem
-from .render import Route, render, render_config
+from .render import render, render_config
 from .report import (
     plan_markdown,
     plan_text,
@@ -30,99 +43,6 @@ from .report import (
     to_json,
 )
 from .safety import refusals
-
-EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
-
-
-class Exit(Exception):
-    def __init__(self, code: int) -> None:
-        self.code = code
-
-
-def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
-    raise Exit(code)
-
-
-def fleet_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "-f",
-        "--file",
-        "fleet_file",
-        default="fleet.yaml",
-        show_default=True,
-        type=click.Path(dir_okay=True, path_type=Path),
-        help="The fleet file.",
-    )(f)
-
-
-def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    f = click.option(
-        "--proxy-url",
-        "proxy_urls",
-        multiple=True,
-        metavar="URL",
-        help="LiteLLM proxy base URL; repeat for several pods (writes go to the first, read-back "
-        "checks all). Default: $LITELLM_PROXY_URLS (comma-separated) or $LITELLM_PROXY_URL.",
-    )(f)
-    f = click.option(
-        "--api-key",
-        envvar="LITELLM_PROXY_API_KEY",
-        show_envvar=True,
-        metavar="KEY",
-        help="Admin key of the proxy (never printed).",
-    )(f)
-    return click.option(
-        "--timeout",
-        default=20.0,
-        show_default=True,
-        metavar="SECONDS",
-        help="Per-request timeout for the proxy's admin API.",
-    )(f)
-
-
-def read_fleet(path: Path) -> Fleet:
-    try:
-        return load_fleet(path, str(path))
-    except FleetError as exc:
-        click.echo(problems_text(exc.problems), err=True, nl=False)
-        fail(f"{path} is invalid ({len(exc.problems)} problem(s)); nothing was sent to the proxy")
-
-
-def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) -> LiteLLMClient:
-    urls = [u for u in proxy_urls if u]
-    if not urls:
-        env = os.environ.get("LITELLM_PROXY_URLS") or os.environ.get("LITELLM_PROXY_URL") or ""
-        urls = [u.strip() for u in env.split(",") if u.strip()]
-    if not urls:
-        fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
-    if not api_key:
-        fail("no admin key given: set LITELLM_PROXY_API_KEY or pass --api-key")
-    for url in urls:
-        if not url.startswith(("http://", "https://")):
-            fail(f"proxy URL {url!r} must start with http:// or https://")
-    return LiteLLMClient(urls, api_key, timeout=timeout)
-
-
-def read_live(client: LiteLLMClient, settle_timeout: float = 40.0) -> list[Route]:
-    try:
-        for url in client.urls:
-            client.check_ready(url)
-        return client.list_agreed(settle_timeout)
-    except ProxyError as exc:
-        fail(str(exc))
-
-
-def current_plan(fleet: Fleet, client: LiteLLMClient, settle_timeout: float = 40.0) -> Plan:
-    return make_plan(fleet, render(fleet), read_live(client, settle_timeout))
-
-
-def on_github(call: Callable[[], str]) -> None:
-    """Run one GitHub step; its failure is an error (exit 1) but the plan is already printed."""
-    try:
-        click.echo(call(), err=True)
-    except (GitHubError, ValueError) as exc:
-        fail(f"GitHub: {exc}")
 
 
 def colour() -> bool:

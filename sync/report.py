@@ -77,16 +77,19 @@ def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] 
     out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
     out += changes_markdown(plan.changes) or ["No changes. The proxy matches fleet.yaml.", ""]
-    if plan.ignored:
-        out += [
-            "<details><summary>Ignored routes (not owned by this fleet): "
-            f"{len(plan.ignored)}</summary>",
-            "",
-        ]
-        out += [f"- `{i.route.model_name}` `{i.route.id}`: {i.reason}" for i in plan.ignored]
-        out += ["", "</details>", ""]
+    out += ignored_markdown(plan)
     out.append(f"<sub>plan hash `{plan.hash}`</sub>")
     return "\n".join(out) + "\n"
+
+
+def ignored_markdown(plan: Plan) -> list[str]:
+    if not plan.ignored:
+        return []
+    head = (
+        f"<details><summary>Ignored routes (not owned by this fleet): {len(plan.ignored)}</summary>"
+    )
+    items = [f"- `{i.route.model_name}` `{i.route.id}`: {i.reason}" for i in plan.ignored]
+    return [head, "", *items, "", "</details>", ""]
 
 
 def changes_markdown(changes: Iterable[Change]) -> list[str]:
@@ -142,14 +145,7 @@ def pr_markdown(
             "",
         ]
         out += changes_markdown(drift)
-    if plan.ignored:
-        out += [
-            "<details><summary>Ignored routes (not owned by this fleet): "
-            f"{len(plan.ignored)}</summary>",
-            "",
-        ]
-        out += [f"- `{i.route.model_name}` `{i.route.id}`: {i.reason}" for i in plan.ignored]
-        out += ["", "</details>", ""]
+    out += ignored_markdown(plan)
     out.append(f"<sub>plan hash `{plan.hash}`</sub>")
     return "\n".join(out) + "\n"
 

@@ -4,6 +4,7 @@ LiteLLM, and the fake GitHub server, with the environment GitHub Actions gives e
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from sync.report import pr_markdown
 from sync.yamlmarks import parse_yaml
 
 from .fake_github import FakeGitHub
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .proxyharness import REPO, Proxy, fleet_sync, write_fleet
 
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"
@@ -93,6 +94,8 @@ def test_pr_comment_separates_this_pr_from_live_drift_and_is_sticky(
     assert "This PR changes (1)" in body and "Drift already live (1)" in body
     assert proxy.api_key not in body and fake_github.token not in run.out + run.err
     assert "fleet-sync plan" in (tmp_path / "summary.md").read_text(encoding="utf-8")
+    if os.environ.get("FLEET_SYNC_WRITE_EXAMPLES"):  # refreshes the README's example comment
+        (REPO / "docs" / "example-pr-comment.md").write_text(body, encoding="utf-8")
 
     # The next push edits the same comment in place.
     run = fleet_sync(
