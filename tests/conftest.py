@@ -1,12 +1,15 @@
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 
 import pytest
 
 from .fake_github import fake_github  # noqa: F401  (fixture)
 from .proxyharness import Proxy, from_environment, start, stop
+
+SESSION = secrets.token_hex(2)
 
 
 @pytest.fixture(scope="session")
@@ -27,4 +30,6 @@ def proxy() -> Iterator[Proxy]:
 def fleet_name(request: pytest.FixtureRequest) -> str:
     """A fleet (and model-name prefix) of its own per test, so tests share a proxy safely."""
     raw = request.node.name.lower().replace("test_", "", 1)
-    return "".join(c if c.isalnum() else "-" for c in raw)[:40].strip("-")
+    slug = "".join(c if c.isalnum() else "-" for c in raw)[:36].strip("-")
+    # A suffix per session: a reused proxy (LITELLM_PROXY_URL) keeps earlier runs' routes.
+    return f"{slug}-{SESSION}"
