@@ -1,0 +1,116 @@
+"""Bad input and outages (issue 3): exit 1, one clear sentence, nothing written, no traceback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from .faultproxy import FaultProxy
+from .proxyharness import Proxy, fleet_sync, write_fleet
+
+OLD = "http://216.243.220.245:16643/v1"
+HARNESS_HOME = Path(os.environ.get("LITELLM_HARNESS_HOME", "/var/tmp/litellm-harness"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="module")
+def proxy_without_database(proxy: Proxy, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real LiteLLM started without DATABASE_URL: it lists no routes and cannot write."""
+    litellm = HARNESS_HOME / "venv" / "bin" / "litellm"
+    if not litellm.exists():
+        pytest.skip(f"no LiteLLM install at {litellm} (../shared/litellm/setup creates it)")
+    config = tmp_path_factory.mktemp("nodb") / "config.yaml"
+    config.write_text(
+        "general_settings:\n  master_key: os.environ/LITELLM_MASTER_KEY\n"
+        "  disable_model_info_refresh: true\n",
+        encoding="utf-8",
+    )
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["LITELLM_MASTER_KEY"] = proxy.api_key
+    process = subprocess.Popen(
+        [str(litellm), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{url}/health/readiness", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("LiteLLM without a database did not start within 120 s")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_invalid_fleet_makes_no_api_call(proxy: Proxy, tmp_path: Path) -> None:
+    bad = tmp_path / "fleet.yaml"
+    bad.write_text("version: 1\nfleet: x\nmodels: {m: {served_model: s, hosts: [{name: a}]}}\n")
+    with FaultProxy(proxy.url) as fp:
+        env = proxy.env()
+        env.update(LITELLM_PROXY_URL=fp.url, LITELLM_PROXY_URLS=fp.url)
+        for command in ("plan", "apply", "drift"):
+            run = fleet_sync([command, "-f", str(bad)], env)
+            assert run.code == 1
+            assert "missing required key 'api_base'" in run.err
+            assert "nothing was sent to the proxy" in run.err
+        assert fp.log == []
+
+
+def test_unreachable_proxy_is_one_sentence(tmp_path: Path) -> None:
+    fleet = write_fleet(tmp_path / "fleet.yaml", "f", {"m": {"hosts": {"a": OLD}}})
+    env = {**os.environ, "LITELLM_PROXY_API_KEY": "sk-x", "NO_COLOR": "1"}
+    env.pop("LITELLM_PROXY_URLS", None)
+    port = free_port()  # nothing listens there
+    run = fleet_sync(["apply", "-f", str(fleet), "--proxy-url", f"http://127.0.0.1:{port}"], env)
+    assert run.code == 1
+    lines = [line for line in run.err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: proxy unreachable"), run.err
+
+
+def test_wrong_key_is_refused_clearly(proxy: Proxy, tmp_path: Path) -> None:
+    fleet = write_fleet(tmp_path / "fleet.yaml", "f", {"m": {"hosts": {"a": OLD}}})
+    env = proxy.env()
+    env["LITELLM_PROXY_API_KEY"] = "sk-wrong-key-0000"
+    run = fleet_sync(["apply", "-f", str(fleet)], env)
+    assert run.code == 1
+    assert "refused the admin key (401)" in run.err and "LITELLM_PROXY_API_KEY" in run.err
+    assert "sk-wrong-key-0000" not in run.err + run.out
+
+
+def test_proxy_without_database_is_refused(
+    proxy_without_database: str, proxy: Proxy, tmp_path: Path
+) -> None:
+    fleet = write_fleet(tmp_path / "fleet.yaml", "f", {"m": {"hosts": {"a": OLD}}})
+    env = proxy.env()
+    env.update(LITELLM_PROXY_URL=proxy_without_database, LITELLM_PROXY_URLS=proxy_without_database)
+    run = fleet_sync(["apply", "-f", str(fleet)], env)
+    assert run.code == 1
+    assert "has no database" in run.err and "DATABASE_URL" in run.err
+    assert "+ create" not in run.out  # no plan is made from a listing that cannot be true
+
+
+def test_usage_errors_exit_1_not_2(tmp_path: Path) -> None:
+    run = fleet_sync(["plan", "--no-such-flag"], dict(os.environ))
+    assert run.code == 1 and "No such option" in run.err
