@@ -125,6 +125,7 @@ def test_secrets_reach_only_the_fleet_sync_step(name: str) -> None:
     env = with_secrets[0]["env"]
     assert env == {
         "LITELLM_PROXY_URL": "${{ secrets.LITELLM_PROXY_URL }}",
+        "LITELLM_PROXY_URLS": "${{ secrets.LITELLM_PROXY_URLS }}",
         "LITELLM_PROXY_API_KEY": "${{ secrets.LITELLM_PROXY_API_KEY }}",
         "GITHUB_TOKEN": "${{ github.token }}",
     }
