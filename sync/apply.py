@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Literal
 
 from .litellm import ErrorKind, LiteLLMClient, ProxyError
@@ -51,8 +51,17 @@ class ApplyAborted(Exception):
 @dataclass(frozen=True)
 class _Written:
     change: Change
-    ok: bool  # False: failed; True: written or ambiguous, to be confirmed by read-back
+    state: Literal["written", "failed", "skipped"]  # written: sent (maybe ambiguously); confirm
     detail: str
+
+    @property
+    def ok(self) -> bool:
+        return self.state == "written"
+
+    @property
+    def unread_status(self) -> Status:
+        """Its status before (or without) read-back."""
+        return "unconfirmed" if self.state == "written" else self.state
 
 
 def apply_plan(
@@ -71,7 +80,7 @@ def apply_plan(
         if stage == "delete":
             skipped = [c for c in todo if c.model_name in failed_groups]
             written += [
-                _Written(c, False, f"skipped: a create/update of {c.model_name} failed")
+                _Written(c, "skipped", f"skipped: a create/update of {c.model_name} failed")
                 for c in skipped
             ]
             todo = [c for c in todo if c.model_name not in failed_groups]
@@ -97,11 +106,10 @@ def _run_stage(
                 results.append(future.result())
             except ProxyError as exc:  # only FATAL kinds escape _write
                 fatal = fatal or exc
-                results.append(_Written(change, False, str(exc)))
+                results.append(_Written(change, "failed", str(exc)))
     if fatal is not None:
         outcomes = tuple(
-            Outcome(w.change, "unconfirmed" if w.ok else "failed", w.detail)
-            for w in [*done_so_far, *results]
+            Outcome(w.change, w.unread_status, w.detail) for w in [*done_so_far, *results]
         )
         raise ApplyAborted(fatal, outcomes)
     return results
@@ -110,14 +118,14 @@ def _run_stage(
 def _write(change: Change, client: LiteLLMClient) -> _Written:
     try:
         if isinstance(change, Create):
-            return _Written(change, True, _create(change.route, client))
+            return _Written(change, "written", _create(change.route, client))
         if isinstance(change, Update):
-            return _Written(change, True, _update(change, client))
-        return _Written(change, True, _delete(change, client))
+            return _Written(change, "written", _update(change, client))
+        return _Written(change, "written", _delete(change, client))
     except ProxyError as exc:
         if exc.kind in FATAL:
             raise
-        return _Written(change, False, str(exc))
+        return _Written(change, "failed", str(exc))
 
 
 def _matches(live: Route | None, desired: Route) -> bool:
@@ -226,8 +234,9 @@ def _confirm(
     outcomes = []
     for w in written:
         if not w.ok:
-            status: Status = "skipped" if w.detail.startswith("skipped") else "failed"
-            outcomes.append(Outcome(w.change, status, w.detail))
+            outcomes.append(
+                Outcome(w.change, "failed" if w.state == "failed" else "skipped", w.detail)
+            )
             continue
         lagging = tuple(u for u in client.urls if not seen.get((w.change.id, u), False))
         if not lagging:
@@ -235,10 +244,6 @@ def _confirm(
         else:
             why = "; ".join(f"{u}: {errors[u]}" for u in lagging if u in errors)
             detail = f"{w.detail}; not shown by {', '.join(lagging)} within {timeout:g}s"
-            outcomes.append(
-                replace(
-                    Outcome(w.change, "unconfirmed", detail + (f" ({why})" if why else "")),
-                    lagging=lagging,
-                )
-            )
+            detail += f" ({why})" if why else ""
+            outcomes.append(Outcome(w.change, "unconfirmed", detail, lagging))
     return outcomes

@@ -13,6 +13,8 @@ import click
 from . import __version__, gitops
 from .apply import ApplyAborted, Result, apply_plan
 from .cli_common import (
+    CONCURRENCY,
+    CONFIRM_TIMEOUT,
     EXIT_CHANGES,
     EXIT_ERROR,
     EXIT_INCOMPLETE,
@@ -23,6 +25,7 @@ from .cli_common import (
     current_plan,
     fail,
     fleet_option,
+    format_option,
     on_github,
     proxy_options,
     read_fleet,
@@ -73,14 +76,7 @@ def cli() -> None:
 @cli.command()
 @fleet_option
 @click.argument("more_files", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "github", "json"]),
-    default="text",
-    show_default=True,
-    help="github prints ::error annotations on the fleet.yaml lines.",
-)
+@format_option("text", "github", "json", help="github prints ::error annotations on the lines.")
 def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     """Check fleet.yaml against the schema and the semantic rules; every problem, located.
 
@@ -130,13 +126,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
 @cli.command()
 @fleet_option
 @proxy_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-)
+@format_option("text", "markdown", "json")
 @click.option(
     "--out",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -194,13 +184,13 @@ def plan(
 )
 @click.option("--force", is_flag=True, help="Apply a plan the safety guards refuse.")
 @click.option("--dry-run", is_flag=True, help="Print the plan, write nothing.")
+@format_option("text", "json")
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--concurrency", default=CONCURRENCY, show_default=True, help="Parallel writes per stage."
 )
-@click.option("--concurrency", default=4, show_default=True, help="Parallel writes per stage.")
 @click.option(
     "--confirm-timeout",
-    default=40.0,
+    default=CONFIRM_TIMEOUT,
     show_default=True,
     metavar="SECONDS",
     help="How long read-back waits for every pod to show the changes (LiteLLM pods "
@@ -281,13 +271,7 @@ def check_saved(saved: Path, live_plan: Plan) -> None:
 @cli.command()
 @fleet_option
 @proxy_options
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "markdown", "json"]),
-    default="text",
-    show_default=True,
-)
+@format_option("text", "markdown", "json")
 @click.option(
     "--github-issue",
     is_flag=True,
@@ -315,7 +299,7 @@ def drift(
                 click.echo("error: --fix refused: " + " | ".join(unsafe), err=True)
                 code = EXIT_REFUSED
             else:
-                result = run_apply(the_plan, client, 4, 40.0)
+                result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
                 the_plan = current_plan(fleet, client)

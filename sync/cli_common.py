@@ -18,6 +18,9 @@ from .render import Route, render
 from .report import problems_text
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+# LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
+CONFIRM_TIMEOUT = 40.0
+CONCURRENCY = 4
 
 
 class Exit(Exception):
@@ -40,6 +43,17 @@ def fleet_option(f: Callable[..., Any]) -> Callable[..., Any]:
         type=click.Path(dir_okay=True, path_type=Path),
         help="The fleet file.",
     )(f)
+
+
+def format_option(*choices: str, help: str | None = None) -> Callable[..., Any]:
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default=choices[0],
+        show_default=True,
+        help=help,
+    )
 
 
 def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -90,7 +104,7 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
     return LiteLLMClient(urls, api_key, timeout=timeout)
 
 
-def read_live(client: LiteLLMClient, settle_timeout: float = 40.0) -> list[Route]:
+def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
     try:
         for url in client.urls:
             client.check_ready(url)
@@ -99,7 +113,9 @@ def read_live(client: LiteLLMClient, settle_timeout: float = 40.0) -> list[Route
         fail(str(exc))
 
 
-def current_plan(fleet: Fleet, client: LiteLLMClient, settle_timeout: float = 40.0) -> Plan:
+def current_plan(
+    fleet: Fleet, client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT
+) -> Plan:
     return make_plan(fleet, render(fleet), read_live(client, settle_timeout))
 
 

@@ -28,9 +28,10 @@ class FieldChange:
 
 
 @dataclass(frozen=True)
-class Create:
+class RouteChange:
+    """What every change says about its route (the desired one, or the live one for a delete)."""
+
     route: Route
-    action: Literal["create"] = "create"
 
     @property
     def id(self) -> str:
@@ -46,52 +47,28 @@ class Create:
 
 
 @dataclass(frozen=True)
-class Update:
+class Create(RouteChange):
+    action: Literal["create"] = "create"
+
+
+@dataclass(frozen=True)
+class Update(RouteChange):
     before: Route
-    route: Route
     diff: tuple[FieldChange, ...]
     action: Literal["update"] = "update"
 
     @property
-    def id(self) -> str:
-        return self.route.id
-
-    @property
-    def model_name(self) -> str:
-        return self.route.model_name
-
-    @property
-    def host(self) -> str | None:
-        return self.route.host
-
-    @property
     def removed_params(self) -> tuple[str, ...]:
         """litellm_params keys live has and fleet.yaml no longer wants."""
-        return tuple(
-            sorted(
-                set(view(self.before)["litellm_params"]) - set(view(self.route)["litellm_params"])
-            )
-        )
+        wanted = set(view(self.route)["litellm_params"])
+        return tuple(sorted(set(view(self.before)["litellm_params"]) - wanted))
 
 
 @dataclass(frozen=True)
-class Delete:
-    route: Route
+class Delete(RouteChange):
     reason: str
     replaced_by: str | None = None  # id of the tagged route created in its place
     action: Literal["delete"] = "delete"
-
-    @property
-    def id(self) -> str:
-        return self.route.id
-
-    @property
-    def model_name(self) -> str:
-        return self.route.model_name
-
-    @property
-    def host(self) -> str | None:
-        return self.route.host
 
 
 Change = Create | Update | Delete
@@ -230,7 +207,7 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
         elif current.id in owned:
             changes = diff(current, route)
             if changes:
-                updates.append(Update(current, route, changes))
+                updates.append(Update(route=route, before=current, diff=changes))
 
     by_address = {
         (r.model_name, normalise_address(r.api_base or "")): r.id for r in desired if r.api_base
@@ -246,7 +223,7 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
                 if replacement
                 else f"untagged route of {route.model_name} at an address no longer listed"
             )
-            deletes.append(Delete(route, reason, replacement))
+            deletes.append(Delete(route=route, reason=reason, replaced_by=replacement))
         else:
             deletes.append(Delete(route, f"host {route.host or '?'} is no longer in fleet.yaml"))
 
