@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping
@@ -15,15 +14,11 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
+from .credentials import written_out
 from .problems import FleetError, Problem
 from .yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 
 SCHEMA_PATH = Path(__file__).with_name("fleet.schema.json")
-ENV_REFERENCE = re.compile(r"^os\.environ/[A-Za-z_][A-Za-z0-9_]*$")
-# litellm_params keys whose values are credentials: only os.environ/ references are accepted.
-# Matched on whole words of the key, so max_tokens or input_cost_per_token are not credentials.
-SECRET_WORDS = {"secret", "token", "password", "passwd", "credential", "credentials"}
-SECRET_WORDS |= {"apikey", "authorization", "cookie"}
 # Set by fleet-sync from dedicated fields, so a second spelling in litellm_params is an error.
 RESERVED_PARAMS = {"model": "served_model", "api_base": "the host's api_base", "api_key": "api_key"}
 RESERVED_INFO = re.compile(r"^(id|fleet_sync_.*)$")
@@ -267,20 +262,12 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
                 bases[normal] = index
 
 
-def looks_secret(key: str) -> bool:
-    """api_key, aws_secret_access_key, x-api-key, Authorization, hfToken: yes; max_tokens: no."""
-    words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
-    return bool(SECRET_WORDS.intersection(words)) or ("api", "key") in itertools.pairwise(words)
-
-
 def _secret_problems(params: dict[str, Any], at: JsonPath, problem: Any) -> Iterator[Problem]:
     """Credential-looking keys at any depth (extra_headers: {Authorization: ...} too) whose
     value is written out; numbers and lists under such names (max_tokens) are not secrets."""
     for key, value in params.items():
         here: JsonPath = (*at, key)
-        if looks_secret(str(key)) and (
-            isinstance(value, dict) or (isinstance(value, str) and not ENV_REFERENCE.match(value))
-        ):
+        if written_out(str(key), value):
             yield problem(
                 here,
                 f"{_where(here)}: looks like a credential; write a reference os.environ/NAME "

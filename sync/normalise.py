@@ -8,9 +8,10 @@ does not see a phantom change either.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
+
+from .credentials import redact
 
 # Defaults LiteLLM 1.108 writes into litellm_params of every deployment.
 PARAM_DEFAULTS: Mapping[str, Any] = {
@@ -34,9 +35,6 @@ INFO_BOOKKEEPING = frozenset(
         "supported_openai_params",
     }
 )
-_SECRET_KEY = re.compile(r"(api_key|secret|token|password|credential)", re.IGNORECASE)
-_ENV_REFERENCE = re.compile(r"^os\.environ/[A-Za-z_][A-Za-z0-9_]*$")
-REDACTED = "<redacted>"
 
 
 def clean_params(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -57,10 +55,3 @@ def clean_info(info: Mapping[str, Any]) -> dict[str, Any]:
         for key in sorted(info)
         if info[key] is not None and key not in INFO_BOOKKEEPING
     }
-
-
-def redact(key: str, value: Any) -> Any:
-    """Credential values never leave this process; os.environ/ references are not secrets."""
-    if _SECRET_KEY.search(key) and not (isinstance(value, str) and _ENV_REFERENCE.match(value)):
-        return REDACTED
-    return value

@@ -212,6 +212,7 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
     by_address = {
         (r.model_name, normalise_address(r.api_base or "")): r.id for r in desired if r.api_base
     }
+    drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
     deletes: list[Change] = []
     for route in owned.values():
         if route.id in desired_ids:
@@ -224,6 +225,8 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
                 else f"untagged route of {route.model_name} at an address no longer listed"
             )
             deletes.append(Delete(route=route, reason=reason, replaced_by=replacement))
+        elif (route.model_name, route.host) in drained:
+            deletes.append(Delete(route, f"host {route.host} is drained (enabled: false)"))
         else:
             deletes.append(Delete(route, f"host {route.host or '?'} is no longer in fleet.yaml"))
 

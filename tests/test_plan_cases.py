@@ -49,7 +49,8 @@ def live_entry(spec: dict[str, Any], desired: dict[str, Route]) -> dict[str, Any
 
 def describe(change: Change) -> list[str]:
     if isinstance(change, Delete):
-        return [f"delete {change.id}" + (" replaced" if change.replaced_by else "")]
+        head = f"delete {change.id}" + (" replaced" if change.replaced_by else "")
+        return [head, f"{head}: {change.reason}"]
     head = f"{change.action} {change.model_name}/{change.host}"
     if not isinstance(change, Update):
         return [head]
@@ -99,10 +100,14 @@ def test_plan_json_has_the_contract_shape_and_no_secret() -> None:
     case = yaml.safe_load(CASES[2].read_text(encoding="utf-8"))
     case["live"][1]["litellm_params"]["api_key"] = "sk-live-secret-123"
     case["live"][1]["litellm_params"]["aws_secret_access_key"] = "AKIA-very-secret"
+    case["live"][1]["litellm_params"]["extra_headers"] = {"Authorization": "Bearer sk-nested"}
+    case["live"][1]["litellm_params"]["vertex_credentials"] = "os.environ/VERTEX_CREDS"
     plan, _ = plan_for(case)
     body = plan.to_json()
     text = json.dumps(body)
     assert "sk-live-secret-123" not in text and "AKIA-very-secret" not in text
+    assert "sk-nested" not in text
+    assert "os.environ/VERTEX_CREDS" in text  # a reference is not a secret
     assert set(body) >= {"version", "fleet", "hash", "changes", "ignored"}
     change = body["changes"][0]
     assert set(change) >= {"action", "id", "model_name", "host", "before", "after", "diff"}

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -286,3 +290,31 @@ def test_removed_param_is_dropped(proxy: Proxy, tmp_path: Path, fleet_name: str)
     apply_ok(proxy, fleet)
     route = proxy.route(route_id(fleet_name, model, "a"))
     assert route is not None and "rpm" not in route["litellm_params"]
+
+
+def test_plan_text_is_coloured_only_in_a_terminal(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": {"hosts": {"a": OLD}}}
+    )
+    env = proxy.env()
+    env.pop("NO_COLOR")
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "sync", "plan", "-f", str(fleet)],
+            stdout=terminal,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        shown = os.read(controller, 65536)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert b"\x1b[32m+ create" in shown
+    piped = fleet_sync(["plan", "-f", str(fleet)], env)
+    assert "+ create" in piped.out and "\x1b[" not in piped.out
