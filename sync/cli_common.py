@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 import click
 
 from .fleet import Fleet, load_fleet
-from .github import GitHubError
+from .github_config import GitHubError
 from .litellm import LiteLLMClient, ProxyError
 from .plan import Plan, make_plan
 from .problems import FleetError

@@ -1,4 +1,4 @@
-"""GitHub REST client: sticky PR comment, drift issue, job summary.
+"""GitHub REST client: sticky PR comment, drift issue, pull requests of a commit.
 
 I/O only. Everything here talks to ``GITHUB_API_URL`` (default https://api.github.com), so tests
 point it at a fake server on 127.0.0.1. The token is sent in the ``Authorization`` header and
@@ -12,87 +12,28 @@ marker before posting a second time.
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from typing import Any, Literal, Self
 
 import httpx
 
-from sync.comment import GITHUB_COMMENT_LIMIT
+from .comment import GITHUB_COMMENT_LIMIT
+from .github_config import (
+    GitHubConfig,
+    GitHubError,
+    client_error_message,
+    decode,
+    is_rate_limited,
+    rate_limit_message,
+)
 
-DEFAULT_API_URL = "https://api.github.com"
 DRIFT_LABEL = "fleet-drift"
 DRIFT_RESOLVED = "Drift resolved: live state matches fleet.yaml again."
 PAGE_SIZE = 100  # GitHub's maximum per_page
 
 JSON = dict[str, Any]
-
-
-class GitHubError(Exception):
-    """A GitHub call failed; ``str(err)`` is one sentence saying what happened and what to do."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        endpoint: str | None = None,
-        retryable: bool = False,
-        maybe_committed: bool = False,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.endpoint = endpoint
-        self.retryable = retryable
-        # True when a write may have been stored although it failed (5xx/timeout after sending).
-        self.maybe_committed = maybe_committed
-
-
-@dataclass(frozen=True)
-class GitHubConfig:
-    token: str = field(repr=False)
-    repository: str
-    api_url: str = DEFAULT_API_URL
-    event_path: str | None = None
-    step_summary: str | None = None
-    sha: str | None = None
-
-    def __post_init__(self) -> None:
-        owner, sep, name = self.repository.partition("/")
-        if not sep or not owner or not name or "/" in name:
-            raise GitHubError(
-                f"GITHUB_REPOSITORY must be 'owner/name', got {self.repository!r}: "
-                "set it to the repository to comment on (GitHub Actions sets it for you)."
-            )
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> GitHubConfig:
-        """Build the config from GitHub Actions' variables; missing token/repo is a GitHubError."""
-        environ = os.environ if environ is None else environ
-        token = environ.get("GITHUB_TOKEN", "").strip()
-        repository = environ.get("GITHUB_REPOSITORY", "").strip()
-        missing = [
-            name
-            for name, value in (("GITHUB_TOKEN", token), ("GITHUB_REPOSITORY", repository))
-            if not value
-        ]
-        if missing:
-            raise GitHubError(
-                f"{' and '.join(missing)} not set: set GITHUB_TOKEN (in a workflow: "
-                "`GITHUB_TOKEN: ${{ github.token }}`) and GITHUB_REPOSITORY (owner/name) "
-                "to post to GitHub."
-            )
-        return cls(
-            token=token,
-            repository=repository,
-            api_url=(environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
-            event_path=environ.get("GITHUB_EVENT_PATH") or None,
-            step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
-            sha=environ.get("GITHUB_SHA") or None,
-        )
 
 
 @dataclass(frozen=True)
@@ -111,15 +52,6 @@ class IssueAction:
 def drift_marker(fleet: str) -> str:
     """The hidden marker that identifies a fleet's drift issue."""
     return f"<!-- fleet-sync:drift fleet={fleet} -->"
-
-
-def write_step_summary(config: GitHubConfig, markdown: str) -> None:
-    """Append markdown to the job summary file (GITHUB_STEP_SUMMARY); no-op when unset."""
-    if not config.step_summary:
-        return
-    text = markdown if markdown.endswith("\n") else markdown + "\n"
-    with open(config.step_summary, "a", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 class GitHubClient:
@@ -309,7 +241,7 @@ class GitHubClient:
         while True:
             response = self._request("GET", url, params=query if first else None)
             first = False
-            data = _decode(response, f"GET /{path}")
+            data = decode(response, f"GET /{path}")
             if not isinstance(data, list):
                 raise GitHubError(
                     f"GitHub answered GET /{path} with something other than a list: "
@@ -334,7 +266,7 @@ class GitHubClient:
 
     def _json(self, method: str, path: str, *, body: JSON) -> JSON:
         response = self._request(method, path, json_body=body)
-        data = _decode(response, f"{method} /{path}")
+        data = decode(response, f"{method} /{path}")
         if not isinstance(data, dict):
             raise GitHubError(
                 f"GitHub answered {method} /{path} with something other than an object: "
@@ -375,9 +307,9 @@ class GitHubClient:
             status = response.status_code
             if status < 400:
                 return response
-            if _is_rate_limited(response):
+            if is_rate_limited(response):
                 raise GitHubError(
-                    self._redact(_rate_limit_message(response, endpoint)),
+                    self._redact(rate_limit_message(response, endpoint)),
                     status=status,
                     endpoint=endpoint,
                     retryable=True,
@@ -398,7 +330,7 @@ class GitHubClient:
                     maybe_committed=not idempotent,
                 )
             raise GitHubError(
-                self._redact(_client_error_message(response, endpoint)),
+                self._redact(client_error_message(response, endpoint)),
                 status=status,
                 endpoint=endpoint,
             )
@@ -431,67 +363,3 @@ def _path_of(url: str | httpx.URL, base: httpx.URL) -> str:
             raw = raw[len(prefix) :]
         return raw
     return "/" + url.lstrip("/")
-
-
-def _decode(response: httpx.Response, endpoint: str) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        raise GitHubError(
-            f"GitHub answered {endpoint} with a body that is not JSON: "
-            "check GITHUB_API_URL points at the GitHub REST API.",
-            status=response.status_code,
-            endpoint=endpoint,
-        ) from None
-
-
-def _is_rate_limited(response: httpx.Response) -> bool:
-    if response.status_code not in (403, 429):
-        return False
-    headers = response.headers
-    return headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
-
-
-def _rate_limit_message(response: httpx.Response, endpoint: str) -> str:
-    headers = response.headers
-    retry_after = headers.get("retry-after")
-    reset = headers.get("x-ratelimit-reset")
-    if retry_after and retry_after.strip().isdigit():
-        when = f"retry after {int(retry_after)} s"
-    elif reset and reset.strip().isdigit():
-        at = datetime.fromtimestamp(int(reset), tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-        when = f"the limit resets at {at}"
-    else:
-        when = "retry later"
-    return (
-        f"GitHub rate limit hit ({response.status_code}) on {endpoint}: too many API calls "
-        f"for this token; {when}."
-    )
-
-
-def _client_error_message(response: httpx.Response, endpoint: str) -> str:
-    status = response.status_code
-    detail = ""
-    try:
-        data = response.json()
-        if isinstance(data, dict) and isinstance(data.get("message"), str):
-            detail = f" ({data['message'][:200]})"
-    except ValueError:
-        pass
-    if status == 401:
-        hint = "the token is invalid or expired; set GITHUB_TOKEN to a valid token"
-    elif status == 403:
-        hint = (
-            "the token lacks permission; give the workflow `permissions: pull-requests: write` "
-            "(comments) or `issues: write` (drift issue)"
-        )
-    elif status == 404:
-        hint = (
-            "not found; check GITHUB_REPOSITORY and the PR/issue number, "
-            "and that the token can see them"
-        )
-    elif status == 422:
-        hint = "GitHub rejected the request content"
-    else:
-        hint = "the request was refused"
-    return f"GitHub answered {status} to {endpoint}{detail}: {hint}."

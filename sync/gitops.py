@@ -11,7 +11,8 @@ from pathlib import Path
 from .apply import Result
 from .comment import PlanComment, fit, marker_for
 from .fleet import Fleet, fleet_from_doc
-from .github import GitHubClient, GitHubConfig, GitHubError, write_step_summary
+from .github import GitHubClient
+from .github_config import GitHubConfig, GitHubError, write_step_summary
 from .gitref import GitRefError, file_at, merge_base
 from .plan import Plan, make_plan, split_by_base
 from .problems import FleetError

@@ -10,15 +10,8 @@ from pathlib import Path
 import pytest
 
 from sync.comment import PlanComment, marker_for
-from sync.github import (
-    DRIFT_LABEL,
-    DRIFT_RESOLVED,
-    GitHubClient,
-    GitHubConfig,
-    GitHubError,
-    drift_marker,
-    write_step_summary,
-)
+from sync.github import DRIFT_LABEL, DRIFT_RESOLVED, GitHubClient, drift_marker
+from sync.github_config import GitHubConfig, GitHubError, write_step_summary
 
 from .fake_github import FakeGitHub, fake_github
 
