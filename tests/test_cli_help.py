@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import re
+import shlex
+from pathlib import Path
 
 import pytest
+import yaml
 
 from sync import __version__
 
-from .proxyharness import fleet_sync
+from .proxyharness import REPO, fleet_sync
 
 COMMANDS = {
     "validate": ["--format [text|github|json]", "FILES"],
@@ -38,3 +42,15 @@ def test_subcommand_help(command: str) -> None:
 def test_version() -> None:
     run = fleet_sync(["--version"], dict(os.environ))
     assert run.code == 0 and run.out.strip() == f"fleet-sync, version {__version__}"
+
+
+def test_pre_commit_hook_validates_the_files_it_is_given(tmp_path: Path) -> None:
+    (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    assert re.search(hook["files"], "deploy/fleet.yaml") and hook["pass_filenames"] is True
+    args = shlex.split(hook["entry"])[1:]  # after the fleet-sync program name
+    broken = tmp_path / "fleet.yaml"
+    broken.write_text("version: 1\nfleet: x\nmodels: {}\nhots: 1\n", encoding="utf-8")
+    good = fleet_sync([*args, str(REPO / "fleet.yaml")], dict(os.environ))
+    assert good.code == 0, good.err
+    both = fleet_sync([*args, str(REPO / "fleet.yaml"), str(broken)], dict(os.environ))
+    assert both.code == 1 and f"{broken}:4:1: top level: unknown key 'hots'" in both.out
