@@ -51,17 +51,20 @@ class ApplyAborted(Exception):
 @dataclass(frozen=True)
 class _Written:
     change: Change
-    state: Literal["written", "failed", "skipped"]  # written: sent (maybe ambiguously); confirm
+    # written: answered as done; ambiguous: the answers left it open. Both are read back.
+    state: Literal["written", "ambiguous", "failed", "skipped"]
     detail: str
 
     @property
     def ok(self) -> bool:
-        return self.state == "written"
+        return self.state in ("written", "ambiguous")
 
     @property
     def unread_status(self) -> Status:
         """Its status before (or without) read-back."""
-        return "unconfirmed" if self.state == "written" else self.state
+        if self.state in ("written", "ambiguous"):
+            return "unconfirmed"
+        return "failed" if self.state == "failed" else "skipped"
 
 
 def apply_plan(
@@ -80,13 +83,16 @@ def apply_plan(
         if stage == "delete":
             skipped = [c for c in todo if c.model_name in failed_groups]
             written += [
-                _Written(c, "skipped", f"skipped: a create/update of {c.model_name} failed")
+                _Written(
+                    c, "skipped", f"skipped: a create/update of {c.model_name} did not go through"
+                )
                 for c in skipped
             ]
             todo = [c for c in todo if c.model_name not in failed_groups]
         results = _run_stage(todo, client, concurrency, written)
         written += results
-        failed_groups |= {w.change.model_name for w in results if not w.ok}
+        # A group whose create/update failed or stayed ambiguous keeps its old routes.
+        failed_groups |= {w.change.model_name for w in results if w.state != "written"}
     outcomes = _confirm(written, client, confirm_timeout, poll_interval, sleep)
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
@@ -115,6 +121,10 @@ def _run_stage(
     return results
 
 
+class _Ambiguous(Exception):
+    """The write's answers never settled whether it happened; read-back will tell."""
+
+
 def _write(change: Change, client: LiteLLMClient) -> _Written:
     try:
         if isinstance(change, Create):
@@ -122,9 +132,13 @@ def _write(change: Change, client: LiteLLMClient) -> _Written:
         if isinstance(change, Update):
             return _Written(change, "written", _update(change, client))
         return _Written(change, "written", _delete(change, client))
+    except _Ambiguous as exc:
+        return _Written(change, "ambiguous", str(exc))
     except ProxyError as exc:
         if exc.kind in FATAL:
             raise
+        if exc.kind is ErrorKind.MAYBE_COMMITTED:  # a follow-up write answered ambiguously
+            return _Written(change, "ambiguous", f"ambiguous: {exc}")
         return _Written(change, "failed", str(exc))
 
 
@@ -149,7 +163,7 @@ def _create(route: Route, client: LiteLLMClient) -> str:
                 client.update(route)
                 return "id existed; updated to the desired state"
             note = f"re-sent after an ambiguous answer ({exc})"
-    return "ambiguous: write answers disagreed; left to read-back"
+    raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
 def _update(change: Update, client: LiteLLMClient) -> str:
@@ -176,7 +190,7 @@ def _update(change: Update, client: LiteLLMClient) -> str:
                 f"re-created to remove {', '.join(kept)} (this LiteLLM cannot remove keys in place)"
             )
         return "updated"
-    return "ambiguous: write answers disagreed; left to read-back"
+    raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
 def _delete(change: Delete, client: LiteLLMClient) -> str:
@@ -191,7 +205,7 @@ def _delete(change: Delete, client: LiteLLMClient) -> str:
                 raise
             if client.find_route(change.id) is None:
                 return f"deleted ({exc.status or 'no answer'} answered; read back: gone)"
-    return "ambiguous: write answers disagreed; left to read-back"
+    raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
 def _shows(change: Change, by_id: dict[str, Route]) -> bool:

@@ -230,3 +230,23 @@ def test_proxy_gone_halfway_then_apply_again_converges(
     again = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
     assert again.code == 0, again.out + again.err
     assert ids_of(proxy, model) == sorted(route_id(fleet_name, model, h) for h in hosts)
+
+
+def test_create_that_never_settles_is_unconfirmed_and_blocks_prune(
+    proxy: Proxy, faulty: FaultProxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """Every create answers 500 and never lands: after bounded attempts the change is left to
+    read-back, which cannot confirm it (exit 4), and the group's old route is not pruned."""
+    model = f"{fleet_name}-m"
+    fleet = tmp_path / "fleet.yaml"
+    write_fleet(fleet, fleet_name, {model: {"hosts": {"old": OLD}}})
+    assert fleet_sync(["apply", "-f", str(fleet)], proxy.env()).code == 0
+    write_fleet(fleet, fleet_name, {model: {"hosts": {"new": NEW}}})
+    faulty.add_rule("POST", "/model/new", Fault.fail_500(), times=None)
+    run = fleet_sync(
+        ["apply", "-f", str(fleet), "--force", "--confirm-timeout", "2"], through(proxy, faulty)
+    )
+    assert run.code == 4, run.out + run.err
+    assert "unconfirmed" in run.out and "ambiguous after 3 attempts" in run.out
+    assert len(faulty.requests("POST", "/model/new")) == 3  # bounded, not blind
+    assert ids_of(proxy, model) == [route_id(fleet_name, model, "old")]
