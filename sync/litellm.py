@@ -123,7 +123,8 @@ class LiteLLMClient:
                 time.sleep(self.retry.delay(attempt - 1))
             try:
                 response = self._http.request(method, url, **kwargs)
-            except httpx.ConnectError as exc:  # nothing was sent: safe to retry
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                # Nothing was sent: safe to retry, writes included.
                 last = ProxyError(ErrorKind.TRANSIENT, f"cannot connect to {_origin(url)}: {exc}")
                 continue
             except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
@@ -138,9 +139,9 @@ class LiteLLMClient:
                 try:
                     return response.json() if response.content else None
                 except ValueError:
-                    raise ProxyError(
-                        ErrorKind.BAD_RESPONSE, f"{method} {_path(url)}: answer is not JSON"
-                    ) from None
+                    # A write that answered 2xx with garbage may well have happened.
+                    kind = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.BAD_RESPONSE
+                    raise ProxyError(kind, f"{method} {_path(url)}: answer is not JSON") from None
             kind = classify(response.status_code, response.text, write)
             message = f"{method} {_path(url)} answered {response.status_code}: "
             if kind is ErrorKind.AUTH:
