@@ -1,0 +1,89 @@
+"""The proxy fleet-sync writes to dies halfway through an apply (its process is killed): the run
+exits 1 or 4 saying what was done and what was not, and apply again (through the pod that is
+left) converges. Its own two-pod instance, since a pod is killed for real."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sync.render import route_id
+
+from .proxyharness import HARNESS, Proxy, fleet_sync, start, stop, write_fleet
+
+STATE = Path(os.environ.get("LITELLM_HARNESS_HOME", "/var/tmp/litellm-harness"))
+
+
+@pytest.fixture
+def doomed() -> Iterator[Proxy]:
+    if not (HARNESS / "start").exists():
+        pytest.skip(f"killing a pod needs the local harness ({HARNESS}/start)")
+    started = start(
+        f"fleet-sync-doomed-{os.getpid()}", 2, {"PROXY_CONFIG_RELOAD_INTERVAL_SECONDS": "3"}
+    )
+    try:
+        yield started
+    finally:
+        stop(started)
+
+
+def kill_pod(proxy: Proxy, pod: int) -> None:
+    pid = int((STATE / "run" / str(proxy.name) / f"proxy-{pod}.pid").read_text().split()[0])
+    os.killpg(pid, signal.SIGKILL)
+
+
+def test_pod_dies_halfway_then_apply_again_converges(
+    doomed: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    model = f"{fleet_name}-m"
+    hosts = {f"h{i:02}": f"http://216.243.220.245:{21000 + i}/v1" for i in range(40)}
+    fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": hosts}})
+    first, second = doomed.urls
+    env = doomed.env()
+    apply = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "sync",
+            "apply",
+            "-f",
+            str(fleet),
+            "--concurrency",
+            "1",
+            "--timeout",
+            "3",
+            "--confirm-timeout",
+            "5",
+            "--proxy-url",
+            first,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # let a few creates land, then the pod dies
+        if len([r for r in doomed.routes(second) if r["model_name"] == model]) >= 5:
+            break
+        time.sleep(0.2)
+    kill_pod(doomed, 1)
+    out, err = apply.communicate(timeout=240)
+    assert apply.returncode in (1, 4), out + err
+    assert "Traceback" not in err
+    # Written before the death: unconfirmed (no pod left to read them back); after: failed.
+    assert "unconfirmed" in out and "failed" in out and "Connection refused" in out, out
+    landed = {r["model_info"]["id"] for r in doomed.routes(second) if r["model_name"] == model}
+    assert 0 < len(landed) < len(hosts)
+
+    again = fleet_sync(["apply", "-f", str(fleet), "--proxy-url", second], env)
+    assert again.code == 0, again.out + again.err
+    ids = sorted(r["model_info"]["id"] for r in doomed.routes(second) if r["model_name"] == model)
+    assert ids == sorted(route_id(fleet_name, model, h) for h in hosts)
