@@ -23,8 +23,8 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 NAMES = ("plan.yml", "apply.yml", "drift.yml")
 
 PINNED = {
-    "actions/checkout": ("11bd71901bbe5b1630ceea73d27597364c9af683", "v4.2.2"),
-    "actions/setup-python": ("a26af69be951a213d495a4c3e4e4022e16d87065", "v5.6.0"),
+    "actions/checkout": ("08c6903cd8c0fde910a37f88322edcfb5dd907a8", "v5.0.0"),
+    "actions/setup-python": ("e797f83bcb11b83ae66e0230d6156d7c80228e7c", "v6.0.0"),
 }
 PROXY_GROUP = "fleet-sync-proxy"
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(\S+?)@(\S+)(?:\s+#\s*(\S+))?\s*$")
