@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Literal
 
 from deepdiff import DeepDiff
@@ -100,7 +101,7 @@ class Plan:
     def changes_json(self) -> list[dict[str, Any]]:
         return [change_json(c) for c in self.changes]
 
-    @property
+    @cached_property  # the canonical JSON of every change; computed once per plan
     def hash(self) -> str:
         body = canonical_json({"fleet": self.fleet, "changes": self.changes_json()})
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
