@@ -13,6 +13,7 @@ from .problems import Problem
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 COLOUR = {"create": "\033[32m", "update": "\033[33m", "delete": "\033[31m"}
 RESET, DIM = "\033[0m", "\033[2m"
+IGNORED_SHOWN = 20  # a shared proxy can hold thousands of other fleets' routes
 STATUS_ICON = {"done": "✅", "failed": "❌", "unconfirmed": "⚠️", "skipped": "⏭️"}
 
 
@@ -65,7 +66,11 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
         out.append(
             f"{DIM if colour else ''}ignored ({len(plan.ignored)}):{RESET if colour else ''}"
         )
-        out += [f"    {i.route.model_name} ({i.route.id}): {i.reason}" for i in plan.ignored]
+        listed = plan.ignored[:IGNORED_SHOWN]
+        out += [f"    {i.route.model_name} ({i.route.id}): {i.reason}" for i in listed]
+        if len(plan.ignored) > IGNORED_SHOWN:
+            rest = len(plan.ignored) - IGNORED_SHOWN
+            out.append(f"    ... and {rest} more (--format json lists every one)")
     out += [f"REFUSED: {reason}" for reason in refusals]
     return "\n".join(out) + "\n"
 

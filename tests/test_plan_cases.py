@@ -15,6 +15,7 @@ from sync.litellm import parse_route
 from sync.normalise import PARAM_DEFAULTS
 from sync.plan import Change, Delete, Plan, Update, make_plan
 from sync.render import Route, render
+from sync.report import IGNORED_SHOWN, plan_text
 from sync.safety import refusals
 from sync.yamlmarks import parse_yaml
 
@@ -112,3 +113,20 @@ def test_plan_json_has_the_contract_shape_and_no_secret() -> None:
     change = body["changes"][0]
     assert set(change) >= {"action", "id", "model_name", "host", "before", "after", "diff"}
     assert set(body["ignored"][0]) == {"id", "model_name", "reason"}
+
+
+def test_text_plan_lists_a_bounded_number_of_ignored_routes() -> None:
+    case = yaml.safe_load(CASES[2].read_text(encoding="utf-8"))
+    others = [
+        {"model_name": "x", "litellm_params": {"model": "openai/x"}, "model_info": {"id": f"x-{i}"}}
+        for i in range(50)
+    ]
+    case["live"] += others
+    plan, _ = plan_for(case)
+    text = plan_text(plan)
+    assert f"ignored ({len(plan.ignored)}):" in text
+    assert f"... and {len(plan.ignored) - IGNORED_SHOWN} more" in text
+    assert (
+        len([line for line in text.splitlines() if line.startswith("    x (x-")]) <= IGNORED_SHOWN
+    )
+    assert len(plan.to_json()["ignored"]) == len(plan.ignored)  # JSON keeps every one
