@@ -228,14 +228,17 @@ def apply(
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
             fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
         if the_plan.empty:
-            click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
             result = Result(the_plan, ())
         else:
             if fmt == "text":
                 show_plan(the_plan, "text")
             result = run_apply(the_plan, client, concurrency, confirm_timeout)
-    if not the_plan.empty:
-        click.echo(to_json(result_json(result)) if fmt == "json" else result_text(result), nl=False)
+    if fmt == "json":
+        click.echo(to_json(result_json(result)), nl=False)
+    elif the_plan.empty:
+        click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
+    else:
+        click.echo(result_text(result), nl=False)
     if github_comment:
         on_github(lambda: gitops.comment_result(result, os.environ))
     if not result.complete:

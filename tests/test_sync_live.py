@@ -325,3 +325,18 @@ def test_plan_text_is_coloured_only_in_a_terminal(
     assert b"\x1b[32m+ create" in shown
     piped = fleet_sync(["plan", "-f", str(fleet)], env)
     assert "+ create" in piped.out and "\x1b[" not in piped.out
+
+
+def test_apply_json_is_json_even_without_changes(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": {"hosts": {"a": OLD}}}
+    )
+    first = fleet_sync(["apply", "-f", str(fleet), "--format", "json"], proxy.env())
+    assert first.code == 0, first.err
+    body = json.loads(first.out)
+    assert body["complete"] is True
+    assert [(o["action"], o["status"]) for o in body["outcomes"]] == [("create", "done")]
+    again = fleet_sync(["apply", "-f", str(fleet), "--format", "json"], proxy.env())
+    assert json.loads(again.out)["outcomes"] == []
