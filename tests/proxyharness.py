@@ -59,6 +59,10 @@ class Proxy:
                     return out
                 page += 1
 
+    def ids(self, model: str, url: str | None = None) -> list[str]:
+        """Sorted ids of one model group's routes on one pod (duplicates would show twice)."""
+        return sorted(r["model_info"]["id"] for r in self.routes(url) if r["model_name"] == model)
+
     def route(self, route_id: str) -> dict[str, Any] | None:
         return next((r for r in self.routes() if r["model_info"]["id"] == route_id), None)
 

@@ -61,10 +61,6 @@ def apply(fleet: Path, env: dict[str, str], *extra: str) -> Run:
     )
 
 
-def ids_of(proxy: Proxy, model: str) -> list[str]:
-    return sorted(r["model_info"]["id"] for r in proxy.routes() if r["model_name"] == model)
-
-
 @pytest.mark.parametrize("stage", ["create", "update", "delete"])
 @pytest.mark.parametrize("fault", list(FAULTS), ids=list(FAULTS))
 def test_apply_survives_fault(
@@ -101,7 +97,7 @@ def test_apply_survives_fault(
         else:
             touched.add(path_.split("/")[2])
     assert touched <= planned, f"writes outside the plan: {touched - planned}"
-    live = ids_of(proxy, model)
+    live = proxy.ids(model)
     assert len(live) == len(set(live)), "duplicate routes"
     assert len(live) <= 4
     if run.code == 0:
@@ -110,7 +106,7 @@ def test_apply_survives_fault(
     # Whatever happened, running apply again converges.
     again = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
     assert again.code == 0, again.out + again.err
-    assert ids_of(proxy, model) == sorted(route_id(fleet_name, model, h) for h in target)
+    assert proxy.ids(model) == sorted(route_id(fleet_name, model, h) for h in target)
 
 
 def test_ambiguous_create_is_read_back_not_recreated(
@@ -149,7 +145,7 @@ def test_create_on_existing_id_becomes_update(
     assert result.outcomes[0].detail == "id existed; updated to the desired state"
     route = proxy.route(rid)
     assert route is not None and route["litellm_params"]["api_base"] == OLD
-    assert ids_of(proxy, model) == [rid]
+    assert proxy.ids(model) == [rid]
 
 
 def test_failed_create_blocks_prune_of_its_group(
@@ -166,9 +162,9 @@ def test_failed_create_blocks_prune_of_its_group(
     run = apply(fleet, through(proxy, faulty))
     assert run.code == 4, run.out + run.err
     assert "skipped: a create/update of " + model in run.out
-    ids = ids_of(proxy, model)
+    ids = proxy.ids(model)
     assert route_id(fleet_name, model, "old") in ids  # the group still serves
-    assert ids_of(proxy, other) == [route_id(fleet_name, other, "x")]  # independent prune ran
+    assert proxy.ids(other) == [route_id(fleet_name, other, "x")]  # independent prune ran
 
 
 @pytest.mark.parametrize("times", [1, None], ids=["once", "always"])
@@ -192,7 +188,7 @@ def test_inconsistent_listing_never_prunes(
         run = apply(fleet, through(proxy, faulty))
         assert run.code == 1 and "refusing to plan from an incomplete read" in run.err
         assert faulty.forwarded_writes() == []
-    assert len(ids_of(proxy, model)) == 2
+    assert len(proxy.ids(model)) == 2
 
 
 def test_proxy_gone_halfway_then_apply_again_converges(
@@ -225,11 +221,11 @@ def test_proxy_gone_halfway_then_apply_again_converges(
         fp.close()
     assert run.code in (1, 4), run.out + run.err
     assert "done" in run.out or "failed" in run.out or "error" in run.err
-    created = ids_of(proxy, model)
+    created = proxy.ids(model)
     assert 0 < len(created) < 8, created
     again = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
     assert again.code == 0, again.out + again.err
-    assert ids_of(proxy, model) == sorted(route_id(fleet_name, model, h) for h in hosts)
+    assert proxy.ids(model) == sorted(route_id(fleet_name, model, h) for h in hosts)
 
 
 def test_create_that_never_settles_is_unconfirmed_and_blocks_prune(
@@ -249,4 +245,4 @@ def test_create_that_never_settles_is_unconfirmed_and_blocks_prune(
     assert run.code == 4, run.out + run.err
     assert "unconfirmed" in run.out and "ambiguous after 3 attempts" in run.out
     assert len(faulty.requests("POST", "/model/new")) == 3  # bounded, not blind
-    assert ids_of(proxy, model) == [route_id(fleet_name, model, "old")]
+    assert proxy.ids(model) == [route_id(fleet_name, model, "old")]

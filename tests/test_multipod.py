@@ -43,10 +43,6 @@ def both(pods: Proxy) -> list[str]:
     return ["--proxy-url", pods.urls[0], "--proxy-url", pods.urls[1]]
 
 
-def ids_on(pods: Proxy, url: str, model: str) -> set[str]:
-    return {r["model_info"]["id"] for r in pods.routes(url) if r["model_name"] == model}
-
-
 def wait_until(check: object, timeout: float = 20.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -71,7 +67,7 @@ def test_cross_pod_race_converges(pods: Proxy, tmp_path: Path, fleet_name: str) 
     assert run.code == 0, run.out + run.err
     assert "0 failed, 0 unconfirmed" in run.out
     for url in pods.urls:
-        assert wait_until(lambda url=url: ids_on(pods, url, model) == {x, y}), url
+        assert wait_until(lambda url=url: set(pods.ids(model, url)) == {x, y}), url
 
 
 def test_read_back_names_the_pod_that_does_not_show_the_change(
@@ -101,7 +97,9 @@ def test_read_back_names_the_pod_that_does_not_show_the_change(
     assert run.code == 4, run.out + run.err
     assert "unconfirmed" in run.out and lagging.url in run.out
     # It was written, and the honest pods show it.
-    assert wait_until(lambda: route_id(fleet_name, model, "a") in ids_on(pods, pods.urls[1], model))
+    assert wait_until(
+        lambda: route_id(fleet_name, model, "a") in set(pods.ids(model, pods.urls[1]))
+    )
 
 
 def test_read_back_waits_for_the_slowest_pod(pods: Proxy, tmp_path: Path, fleet_name: str) -> None:
@@ -113,7 +111,7 @@ def test_read_back_waits_for_the_slowest_pod(pods: Proxy, tmp_path: Path, fleet_
     assert run.code == 0, run.out + run.err
     # The moment apply returns, both pods already show both routes: it waited for pod 2.
     for url in pods.urls:
-        assert ids_on(pods, url, model) == {route_id(fleet_name, model, h) for h in "ab"}
+        assert set(pods.ids(model, url)) == {route_id(fleet_name, model, h) for h in "ab"}
 
 
 def test_two_applies_at_once_leave_no_duplicates(
@@ -134,7 +132,7 @@ def test_two_applies_at_once_leave_no_duplicates(
         assert run.code == 0, run.out + run.err
     expected = {route_id(fleet_name, model, h) for h in hosts}
     for url in pods.urls:
-        assert wait_until(lambda url=url: ids_on(pods, url, model) == expected), url
+        assert wait_until(lambda url=url: set(pods.ids(model, url)) == expected), url
     entries = [r for r in pods.routes() if r["model_name"] == model]
     assert len(entries) == len(hosts), "duplicate routes"
     check = fleet_sync(["plan", "-f", str(fleet), "--detailed-exitcode", *both(pods)], pods.env())

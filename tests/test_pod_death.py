@@ -71,7 +71,7 @@ def test_pod_dies_halfway_then_apply_again_converges(
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:  # let a few creates land, then the pod dies
-        if len([r for r in doomed.routes(second) if r["model_name"] == model]) >= 5:
+        if len(doomed.ids(model, second)) >= 5:
             break
         time.sleep(0.2)
     kill_pod(doomed, 1)
@@ -80,10 +80,9 @@ def test_pod_dies_halfway_then_apply_again_converges(
     assert "Traceback" not in err
     # Written before the death: unconfirmed (no pod left to read them back); after: failed.
     assert "unconfirmed" in out and "failed" in out and "Connection refused" in out, out
-    landed = {r["model_info"]["id"] for r in doomed.routes(second) if r["model_name"] == model}
+    landed = doomed.ids(model, second)
     assert 0 < len(landed) < len(hosts)
 
     again = fleet_sync(["apply", "-f", str(fleet), "--proxy-url", second], env)
     assert again.code == 0, again.out + again.err
-    ids = sorted(r["model_info"]["id"] for r in doomed.routes(second) if r["model_name"] == model)
-    assert ids == sorted(route_id(fleet_name, model, h) for h in hosts)
+    assert doomed.ids(model, second) == sorted(route_id(fleet_name, model, h) for h in hosts)

@@ -215,9 +215,9 @@ def test_prune_threshold_refuses_without_force(
     run = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
     assert run.code == 3, run.out + run.err
     assert "prunes 4 of the 10 routes" in run.err and "--force" in run.err
-    assert len([r for r in proxy.routes() if r["model_name"] == model]) == 10
+    assert len(proxy.ids(model)) == 10
     apply_ok(proxy, fleet, "--force")
-    assert len([r for r in proxy.routes() if r["model_name"] == model]) == 6
+    assert len(proxy.ids(model)) == 6
 
 
 def test_emptied_model_group_is_refused(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:
