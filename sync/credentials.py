@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from functools import lru_cache
 from typing import Any
 
 ENV_REFERENCE = re.compile(r"^os\.environ/[A-Za-z_][A-Za-z0-9_]*$")
@@ -15,6 +16,7 @@ SECRET_WORDS = frozenset(
 REDACTED = "<redacted>"
 
 
+@lru_cache(maxsize=4096)  # asked for every key of every route; the same few hundred keys
 def looks_secret(key: str) -> bool:
     """api_key, aws_secret_access_key, x-api-key, Authorization, hfToken: yes; max_tokens: no."""
     words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())

@@ -195,6 +195,8 @@ class LiteLLMClient:
         """Every route, once all listed pods show the same set. Pods reload from the database on
         an interval; planning from a lagging pod would miss a delete made through another pod
         (and never repair it), so disagreeing pods are read again until they settle."""
+        if len(self.urls) == 1:  # one pod agrees with itself
+            return self.list_routes(self.urls[0])
         deadline = time.monotonic() + settle_timeout
         while True:
             listings = [self.list_routes(url) for url in self.urls]
@@ -213,7 +215,8 @@ class LiteLLMClient:
             time.sleep(poll)
 
     def _list_once(self, base: str) -> tuple[list[Route], str]:
-        entries: list[Any] = []
+        routes: list[Route] = []
+        entries = 0  # parsed page by page: a whole listing of raw entries is ~100 MB at 10,000
         page, total, pages = 1, None, 1
         while page <= pages:
             data = self._send(
@@ -229,12 +232,12 @@ class LiteLLMClient:
                 return [], f"total_count moved from {total} to {count} between pages"
             total = count
             pages = int(data.get("total_pages") or 1)
-            entries.extend(data["data"])
+            entries += len(data["data"])
+            routes += [r for r in map(parse_route, data["data"]) if r is not None]
             page += 1
-        routes = [r for r in (parse_route(e) for e in entries) if r is not None]
         ids = [r.id for r in routes]
-        if len(entries) != total:
-            return [], f"{len(entries)} entries read, total_count says {total}"
+        if entries != total:
+            return [], f"{entries} entries read, total_count says {total}"
         if len(set(ids)) != len(ids):
             return [], "an id appears twice"
         return routes, ""
@@ -288,7 +291,9 @@ def parse_route(entry: Any) -> Route | None:
         id=info["id"],
         model_name=str(entry.get("model_name", "")),
         litellm_params=params if isinstance(params, dict) else {},
-        model_info=info,
+        # LiteLLM lists ~170 null cost fields per route; nothing reads a null (normalise drops
+        # them), and without them a 10,000-route listing takes 40 % of the memory.
+        model_info={k: v for k, v in info.items() if v is not None},
     )
 
 

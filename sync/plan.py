@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from deepdiff import DeepDiff
 
+from .equality import same
 from .fleet import Fleet, normalise_address
 from .normalise import clean_info, clean_params
 from .ownership import claim
@@ -143,6 +144,8 @@ def shown(route: Route) -> dict[str, Any]:
 def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
     after = view(desired)
     before = view(live, after["model_info"].keys())
+    if same(before, after):  # most routes are unchanged; DeepDiff costs ~1 ms even for those
+        return ()
     result = DeepDiff(before, after, ignore_numeric_type_changes=True, view="tree")
     changes: list[FieldChange] = []
     for level in (lvl for group in result.values() for lvl in group):

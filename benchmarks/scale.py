@@ -1,0 +1,231 @@
+"""fleet-sync's own cost at scale: 100 / 1,000 / 10,000 routes, about 1 % of them changed.
+
+    .venv/bin/python benchmarks/scale.py [--sizes 100,1000,10000] [--pods 1] [--runs 3]
+                                         [--profile SIZE]
+
+Every size runs in a fresh process. The live pages come from memory (benchmarks/memproxy.py,
+pre-encoded, shaped like LiteLLM 1.108.7's), so the figures are the tool's work only:
+
+- load+validate (read fleet.yaml, schema, semantic checks), render, read (readiness check, every
+  page of /v2/model/info, parse, pod agreement), plan (classify, field diff, plan hash); best of
+  --runs, then the same once more under tracemalloc for the peak memory the tool allocates.
+- read-back poll: one poll of apply's read-back with the proxy already showing the result, for
+  the plan's changes pending and for every route pending (the first apply of a fleet).
+- `fleet-sync plan --format json` end to end against the same pages served over HTTP on
+  127.0.0.1 by a separate process: wall time and the command's peak RSS.
+
+--profile SIZE prints the top of a cProfile of read + plan + read-back poll at that size instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import gc
+import json
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.memproxy import MemoryProxy, serve_in_background
+from benchmarks.synthetic import fleet_text, scenario
+from sync.apply import _confirm, _Written
+from sync.fleet import Fleet, load_fleet
+from sync.litellm import LiteLLMClient
+from sync.plan import Change, Create, Plan, make_plan
+from sync.render import Route, render
+
+T = TypeVar("T")
+KEY = "sk-benchmark"
+
+
+def best(runs: int, action: Callable[[], T]) -> tuple[float, T]:
+    times, value = [], None
+    for _ in range(runs):
+        gc.collect()
+        began = time.perf_counter()
+        value = action()
+        times.append(time.perf_counter() - began)
+    assert value is not None
+    return min(times), value
+
+
+def read(client: LiteLLMClient) -> list[Route]:
+    for url in client.urls:
+        client.check_ready(url)
+    return client.list_agreed(settle_timeout=0)
+
+
+def planned(fleet: Fleet, desired: tuple[Route, ...], live: list[Route]) -> Plan:
+    plan = make_plan(fleet, desired, live)
+    assert plan.hash  # every command shows or checks it
+    return plan
+
+
+def poll(client: LiteLLMClient, changes: tuple[Change, ...]) -> int:
+    """One read-back poll: the proxy already shows everything, so it confirms on the first."""
+    written = [_Written(c, "written", "") for c in changes]
+    outcomes = _confirm(written, client, timeout=0, poll=0, sleep=lambda _: None)
+    assert all(o.status == "done" for o in outcomes), "the read-back did not confirm"
+    return len(outcomes)
+
+
+def timings(
+    path: Path,
+    client: LiteLLMClient,
+    done: LiteLLMClient,
+    all_creates: tuple[Change, ...],
+    runs: int,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["load"], fleet = best(runs, lambda: load_fleet(path))
+    out["render"], desired = best(runs, lambda: render(fleet))
+    out["read"], live = best(runs, lambda: read(client))
+    out["plan"], plan = best(runs, lambda: planned(fleet, desired, live))
+    out["plan_changes"] = len(plan.changes)
+    out["poll_changed"], _ = best(runs, lambda: poll(done, plan.changes))
+    out["poll_all"], _ = best(runs, lambda: poll(done, all_creates))
+    return out
+
+
+def measure_one(size: int, pods: int, runs: int, profile: bool) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="fleet-sync-scale-"))
+    path = work / "fleet.yaml"
+    path.write_text(fleet_text(size), encoding="utf-8")
+    desired_once = render(load_fleet(path))
+    world = scenario(desired_once)
+    proxy = MemoryProxy(world.before)
+    after = MemoryProxy(world.after)
+    urls = [f"http://127.0.0.1:{4000 + i}" for i in range(pods)]
+    client = LiteLLMClient(urls, KEY, transport=proxy.transport())
+    done = LiteLLMClient(urls, KEY, transport=after.transport())
+    out: dict[str, Any] = {"routes": len(desired_once), "changed": world.changed, "pods": pods}
+    out["fleet_bytes"] = path.stat().st_size
+    all_creates = tuple(Create(r) for r in desired_once)
+    del desired_once, world
+    gc.collect()
+
+    if profile:
+        fleet = load_fleet(path)
+        desired = render(fleet)
+        profiler = cProfile.Profile()
+        profiler.enable()
+        plan = planned(fleet, desired, read(client))
+        poll(done, plan.changes)
+        poll(done, all_creates)
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(35)
+        return out
+
+    out.update(timings(path, client, done, all_creates, runs))
+    gc.collect()
+
+    tracemalloc.start()
+    fleet = load_fleet(path)
+    plan = planned(fleet, render(fleet), read(client))
+    out["plan_peak"] = tracemalloc.get_traced_memory()[1]
+    tracemalloc.reset_peak()
+    poll(done, all_creates)
+    out["poll_peak"] = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    out["cli_plan"], out["cli_rss"] = cli_plan(path, proxy)
+    return out
+
+
+# A fork copies the parent's resident pages into the child's peak RSS, and that peak survives
+# exec: the command is started from this small process so its peak is its own.
+MEASURE_CHILD = (
+    "import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "sys.exit(code)"
+)
+
+
+def cli_plan(path: Path, proxy: MemoryProxy) -> tuple[float, int]:
+    """`fleet-sync plan --format json` as a user runs it, against the pages over HTTP."""
+    with serve_in_background(proxy) as url:
+        script = Path(sys.executable).with_name("fleet-sync")
+        command = [str(script)] if script.exists() else [sys.executable, "-m", "sync"]
+        env = {**os.environ, "LITELLM_PROXY_API_KEY": KEY}
+        env.pop("LITELLM_PROXY_URLS", None)
+        began = time.perf_counter()
+        plan = ["plan", "-f", str(path), "--format", "json", "--proxy-url", url]
+        done = subprocess.run(
+            [sys.executable, "-c", MEASURE_CHILD, *command, *plan],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            check=False,
+        )
+        seconds = time.perf_counter() - began
+        if done.returncode != 0:
+            raise SystemExit(f"fleet-sync plan failed ({done.returncode}): {done.stderr[-2000:]}")
+    return seconds, int(done.stderr.split()[-1]) * 1024
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    mib = 1024 * 1024
+    head = (
+        "| routes | changes | load+validate | render | read | plan | **total** | peak (traced) "
+        "| read-back poll: changes / all pending | poll peak | `plan` CLI end to end "
+        "| CLI max RSS |"
+    )
+    out = [head, "|" + "---:|" * 12]
+    for r in rows:
+        total = r["load"] + r["render"] + r["read"] + r["plan"]
+        out.append(
+            f"| {r['routes']:,} | {r['plan_changes']} | {r['load']:.3f} s | {r['render']:.3f} s "
+            f"| {r['read']:.3f} s | {r['plan']:.3f} s | **{total:.3f} s** "
+            f"| {r['plan_peak'] / mib:.0f} MiB "
+            f"| {r['poll_changed']:.3f} s / {r['poll_all']:.3f} s | {r['poll_peak'] / mib:.0f} MiB "
+            f"| {r['cli_plan']:.2f} s | {r['cli_rss'] / mib:.0f} MiB |"
+        )
+    return "\n".join(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000,10000")
+    parser.add_argument("--pods", type=int, default=1, help="pods listed (all served alike)")
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--profile", type=int, metavar="SIZE")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.profile:
+        measure_one(options.profile, options.pods, 1, profile=True)
+        return
+    if options.one:
+        print(json.dumps(measure_one(options.one, options.pods, options.runs, profile=False)))
+        return
+    rows = []
+    for size in (int(s) for s in options.sizes.split(",")):
+        one = ["--one", str(size), "--pods", str(options.pods), "--runs", str(options.runs)]
+        child = subprocess.run(
+            [sys.executable, __file__, *one],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if child.returncode != 0:
+            raise SystemExit(f"size {size} failed:\n{child.stderr[-3000:]}")
+        rows.append(json.loads(child.stdout.splitlines()[-1]))
+        print(f"{size} routes measured", file=sys.stderr)
+    print(
+        f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs, pods listed: {options.pods}, "
+        f"best of {options.runs}; fleet.yaml of the largest: {rows[-1]['fleet_bytes']:,} bytes"
+    )
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
