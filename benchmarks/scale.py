@@ -42,6 +42,7 @@ from sync.apply import _confirm, _Written
 from sync.fleet import Fleet, load_fleet
 from sync.litellm import LiteLLMClient
 from sync.plan import Change, Create, Plan, make_plan
+from sync.progress import Silent
 from sync.render import Route, render
 
 T = TypeVar("T")
@@ -74,7 +75,7 @@ def planned(fleet: Fleet, desired: tuple[Route, ...], live: list[Route]) -> Plan
 def poll(client: LiteLLMClient, changes: tuple[Change, ...]) -> int:
     """One read-back poll: the proxy already shows everything, so it confirms on the first."""
     written = [_Written(c, "written", "") for c in changes]
-    outcomes = _confirm(written, client, timeout=0, poll=0, sleep=lambda _: None)
+    outcomes = _confirm(written, client, 0, 0, lambda _: None, Silent())
     assert all(o.status == "done" for o in outcomes), "the read-back did not confirm"
     return len(outcomes)
 

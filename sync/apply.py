@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Literal
 
 from .litellm import ErrorKind, LiteLLMClient, ProxyError
 from .plan import Change, Create, Delete, Plan, Update, diff
+from .progress import Progress, Silent
 from .render import Route
 
 Status = Literal["done", "failed", "unconfirmed", "skipped"]
@@ -75,7 +77,10 @@ def apply_plan(
     confirm_timeout: float = 40.0,
     poll_interval: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
+    progress: Progress | None = None,
 ) -> Result:
+    """concurrency is per pod: each route's writes go to the pod client.pod_for chooses."""
+    progress = progress or Silent()
     written: list[_Written] = []
     failed_groups: set[str] = set()
     for stage in ("create", "update", "delete"):
@@ -89,22 +94,41 @@ def apply_plan(
                 for c in skipped
             ]
             todo = [c for c in todo if c.model_name not in failed_groups]
-        results = _run_stage(todo, client, concurrency, written)
+        results = _run_stage(stage, todo, client, concurrency, written, progress)
         written += results
         # A group whose create/update failed or stayed ambiguous keeps its old routes.
         failed_groups |= {w.change.model_name for w in results if w.state != "written"}
-    outcomes = _confirm(written, client, confirm_timeout, poll_interval, sleep)
+    outcomes = _confirm(written, client, confirm_timeout, poll_interval, sleep, progress)
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
 
 
 def _run_stage(
-    todo: list[Change], client: LiteLLMClient, concurrency: int, done_so_far: list[_Written]
+    stage: str,
+    todo: list[Change],
+    client: LiteLLMClient,
+    concurrency: int,
+    done_so_far: list[_Written],
+    progress: Progress,
 ) -> list[_Written]:
     if not todo:
         return []
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = [pool.submit(_write, change, client) for change in todo]
+    progress.stage(stage, len(todo))
+
+    def write(change: Change) -> _Written:
+        result = _write(change, client)
+        progress.step(stage, result.state)
+        return result
+
+    with ExitStack() as stack:
+        # One pool per pod: `concurrency` writes in flight on each pod, however fast the others.
+        pools: dict[str, ThreadPoolExecutor] = {}
+        futures: list[Future[_Written]] = []
+        for change in todo:
+            pod = client.pod_for(change.id)
+            if pod not in pools:
+                pools[pod] = stack.enter_context(ThreadPoolExecutor(max_workers=concurrency))
+            futures.append(pools[pod].submit(write, change))
         results: list[_Written] = []
         fatal: ProxyError | None = None
         for change, future in zip(todo, futures, strict=True):
@@ -113,6 +137,7 @@ def _run_stage(
             except ProxyError as exc:  # only FATAL kinds escape _write
                 fatal = fatal or exc
                 results.append(_Written(change, "failed", str(exc)))
+    progress.stage_done(stage)
     if fatal is not None:
         outcomes = tuple(
             Outcome(w.change, w.unread_status, w.detail) for w in [*done_so_far, *results]
@@ -220,13 +245,15 @@ def _confirm(
     timeout: float,
     poll: float,
     sleep: Callable[[float], None],
+    progress: Progress,
 ) -> list[Outcome]:
     """Read every pod until each written change shows on all of them or the deadline passes."""
     written = list(written)
     pending = [w for w in written if w.ok]
     seen: dict[tuple[str, str], bool] = {}
     errors: dict[str, str] = {}
-    deadline = time.monotonic() + timeout
+    began = time.monotonic()
+    deadline = began + timeout
     while pending:
         for url in client.urls:
             try:
@@ -240,7 +267,9 @@ def _confirm(
                 seen[(w.change.id, url)] = seen.get((w.change.id, url), False) or _shows(
                     w.change, by_id
                 )
-        if all(seen.get((w.change.id, u), False) for w in pending for u in client.urls):
+        confirmed = sum(all(seen.get((w.change.id, u)) for u in client.urls) for w in pending)
+        progress.waiting(confirmed, len(pending), time.monotonic() - began, timeout)
+        if confirmed == len(pending):
             break
         if time.monotonic() >= deadline:
             break

@@ -35,6 +35,7 @@ from .fleet import load_fleet
 from .litellm import LiteLLMClient
 from .plan import Plan, make_plan
 from .problems import FleetError, Problem
+from .progress import progress_for
 from .render import render, render_config
 from .report import (
     plan_markdown,
@@ -186,7 +187,18 @@ def plan(
 @click.option("--dry-run", is_flag=True, help="Print the plan, write nothing.")
 @format_option("text", "json")
 @click.option(
-    "--concurrency", default=CONCURRENCY, show_default=True, help="Parallel writes per stage."
+    "--concurrency",
+    default=CONCURRENCY,
+    show_default=True,
+    help="Parallel writes per stage, on each pod.",
+)
+@click.option(
+    "--write-to",
+    type=click.Choice(["spread", "first"]),
+    default="spread",
+    show_default=True,
+    help="With several pods: spread writes over them (each route always to the same pod), or "
+    "send every write to the first.",
 )
 @click.option(
     "--confirm-timeout",
@@ -211,12 +223,13 @@ def apply(
     dry_run: bool,
     fmt: str,
     concurrency: int,
+    write_to: str,
     confirm_timeout: float,
     github_comment: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
     fleet = read_fleet(fleet_file)
-    with connect(proxy_urls, api_key, timeout) as client:
+    with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
         the_plan = current_plan(fleet, client, confirm_timeout)
         unsafe = refusals(the_plan, fleet.max_prune_percent)
         if dry_run:
@@ -248,11 +261,21 @@ def apply(
 def run_apply(
     plan: Plan, client: LiteLLMClient, concurrency: int, confirm_timeout: float
 ) -> Result:
+    progress = progress_for(sys.stderr)
     try:
-        return apply_plan(plan, client, concurrency=concurrency, confirm_timeout=confirm_timeout)
+        return apply_plan(
+            plan,
+            client,
+            concurrency=concurrency,
+            confirm_timeout=confirm_timeout,
+            progress=progress,
+        )
     except ApplyAborted as exc:
+        progress.finish()  # end the live line before the partial result
         click.echo(result_text(Result(plan, exc.outcomes)), nl=False)
         fail(f"apply stopped: {exc.error}")
+    finally:
+        progress.finish()
 
 
 def check_saved(saved: Path, live_plan: Plan) -> None:

@@ -62,8 +62,9 @@ def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "proxy_urls",
         multiple=True,
         metavar="URL",
-        help="LiteLLM proxy base URL; repeat for several pods (writes go to the first, read-back "
-        "checks all). Default: $LITELLM_PROXY_URLS (comma-separated) or $LITELLM_PROXY_URL.",
+        help="LiteLLM proxy base URL; repeat for several pods (each route's writes go to one "
+        "pod, read-back checks all). Default: $LITELLM_PROXY_URLS (comma-separated) or "
+        "$LITELLM_PROXY_URL.",
     )(f)
     f = click.option(
         "--api-key",
@@ -89,7 +90,9 @@ def read_fleet(path: Path) -> Fleet:
         fail(f"{path} is invalid ({len(exc.problems)} problem(s)); nothing was sent to the proxy")
 
 
-def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) -> LiteLLMClient:
+def connect(
+    proxy_urls: tuple[str, ...], api_key: str | None, timeout: float, spread_writes: bool = True
+) -> LiteLLMClient:
     urls = [u for u in proxy_urls if u]
     if not urls:
         env = os.environ.get("LITELLM_PROXY_URLS") or os.environ.get("LITELLM_PROXY_URL") or ""
@@ -101,7 +104,7 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
     for url in urls:
         if not url.startswith(("http://", "https://")):
             fail(f"proxy URL {url!r} must start with http:// or https://")
-    return LiteLLMClient(urls, api_key, timeout=timeout)
+    return LiteLLMClient(urls, api_key, timeout=timeout, spread_writes=spread_writes)
 
 
 def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
 import random
 import time
@@ -79,7 +80,8 @@ class Retry:
 
 
 class LiteLLMClient:
-    """Writes go to the first URL; reads can target any listed pod."""
+    """Each route's writes go to one pod, chosen by its id (spread_writes) or always the first;
+    reads can target any listed pod."""
 
     def __init__(
         self,
@@ -88,11 +90,13 @@ class LiteLLMClient:
         timeout: float = 20.0,
         retry: Retry | None = None,
         transport: httpx.BaseTransport | None = None,
+        spread_writes: bool = True,
     ) -> None:
         if not urls:
             raise ValueError("at least one proxy URL is needed")
         self.urls = tuple(u.rstrip("/") for u in urls)
         self.retry = retry or Retry()
+        self.spread_writes = spread_writes
         self._http = httpx.Client(
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
@@ -103,6 +107,17 @@ class LiteLLMClient:
     @property
     def write_url(self) -> str:
         return self.urls[0]
+
+    def pod_for(self, route_id: str) -> str:
+        """The pod that takes every write of this route. Each LiteLLM write reloads the router
+        of the pod that receives it (120-250 ms), so pods take writes in parallel. The choice
+        (rendezvous hashing) depends on the id and the set of pods only, not their order, so
+        every run writes a route to the same pod and an ambiguous write is read back there."""
+        if not self.spread_writes or len(self.urls) == 1:
+            return self.write_url
+        return max(
+            self.urls, key=lambda url: hashlib.sha256(f"{url}\0{route_id}".encode()).digest()
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -245,7 +260,7 @@ class LiteLLMClient:
     def find_route(self, route_id: str, url: str | None = None) -> Route | None:
         data = self._send(
             "GET",
-            f"{url or self.write_url}/v2/model/info",
+            f"{url or self.pod_for(route_id)}/v2/model/info",
             write=False,
             params={"modelId": route_id},
         )
@@ -258,7 +273,9 @@ class LiteLLMClient:
     # -- writes ------------------------------------------------------------------------------
 
     def create(self, route: Route) -> None:
-        self._send("POST", f"{self.write_url}/model/new", write=True, json=route.deployment())
+        self._send(
+            "POST", f"{self.pod_for(route.id)}/model/new", write=True, json=route.deployment()
+        )
 
     def update(self, route: Route, remove: Sequence[str] = ()) -> Mapping[str, Any]:
         """PATCH with the full desired litellm_params and model_info including its id (without
@@ -267,12 +284,14 @@ class LiteLLMClient:
         if remove:
             body["litellm_params_to_remove"] = list(remove)
         answer = self._send(
-            "PATCH", f"{self.write_url}/model/{route.id}/update", write=True, json=body
+            "PATCH", f"{self.pod_for(route.id)}/model/{route.id}/update", write=True, json=body
         )
         return answer if isinstance(answer, dict) else {}
 
     def delete(self, route_id: str) -> None:
-        self._send("POST", f"{self.write_url}/model/delete", write=True, json={"id": route_id})
+        self._send(
+            "POST", f"{self.pod_for(route_id)}/model/delete", write=True, json={"id": route_id}
+        )
 
 
 def _fingerprint(routes: Sequence[Route]) -> list[str]:

@@ -1,9 +1,11 @@
-"""Two real LiteLLM pods on one database (issue 4): writes go to one pod, read-back checks every
-listed pod, and the result names a pod that did not show the change."""
+"""Two real LiteLLM pods on one database (issue 4): writes are spread over the pods (issue 12) or
+sent to the first, read-back checks every listed pod, and the result names a pod that did not
+show the change."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sync.litellm import LiteLLMClient
 from sync.render import route_id
 
 from .faultproxy import Fault, FaultProxy
@@ -62,7 +65,14 @@ def test_cross_pod_race_converges(pods: Proxy, tmp_path: Path, fleet_name: str) 
     with pods.http(pods.urls[0]) as http:
         assert http.post("/model/delete", json={"id": x}).status_code == 200
     write_fleet(fleet, fleet_name, {model: {"hosts": {"x": OLD, "y": NEW}}})
-    writes_to_pod2 = ["--proxy-url", pods.urls[1], "--proxy-url", pods.urls[0]]
+    writes_to_pod2 = [
+        "--proxy-url",
+        pods.urls[1],
+        "--proxy-url",
+        pods.urls[0],
+        "--write-to",
+        "first",
+    ]
     run = fleet_sync(["apply", "-f", str(fleet), *writes_to_pod2], pods.env())
     assert run.code == 0, run.out + run.err
     assert "0 failed, 0 unconfirmed" in run.out
@@ -120,8 +130,9 @@ def test_two_applies_at_once_leave_no_duplicates(
     model = f"{fleet_name}-m"
     hosts = {f"h{i}": f"http://216.243.220.245:{19000 + i}/v1" for i in range(6)}
     fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": hosts}})
-    one = ["--proxy-url", pods.urls[0], "--proxy-url", pods.urls[1]]
-    two = ["--proxy-url", pods.urls[1], "--proxy-url", pods.urls[0]]
+    # Each run writes through its own first pod: the collisions happen across pods.
+    one = ["--proxy-url", pods.urls[0], "--proxy-url", pods.urls[1], "--write-to", "first"]
+    two = ["--proxy-url", pods.urls[1], "--proxy-url", pods.urls[0], "--write-to", "first"]
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         runs = list(
             pool.map(
@@ -135,5 +146,86 @@ def test_two_applies_at_once_leave_no_duplicates(
         assert wait_until(lambda url=url: set(pods.ids(model, url)) == expected), url
     entries = [r for r in pods.routes() if r["model_name"] == model]
     assert len(entries) == len(hosts), "duplicate routes"
+    check = fleet_sync(["plan", "-f", str(fleet), "--detailed-exitcode", *both(pods)], pods.env())
+    assert check.code == 0, check.out
+
+
+def test_writes_are_spread_over_the_pods_by_route_id(
+    pods: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """Each route's writes go to one pod (the same for its create and its update), an ambiguous
+    write is read back on the pod that took it, and read-back still waits for every pod."""
+    model = f"{fleet_name}-m"
+    with FaultProxy(pods.urls[0]) as one, FaultProxy(pods.urls[1]) as two:
+        urls = ["--proxy-url", one.url, "--proxy-url", two.url]
+        choose = LiteLLMClient([one.url, two.url], "unused")
+        hosts: dict[str, list[str]] = {one.url: [], two.url: []}
+        for i in range(40):  # three hosts for each pod (ids carry the session's fleet name)
+            pod = choose.pod_for(route_id(fleet_name, model, f"h{i}"))
+            if len(hosts[pod]) < 3:
+                hosts[pod].append(f"h{i}")
+        names = sorted(hosts[one.url] + hosts[two.url])
+        assert len(names) == 6
+        ids = {h: route_id(fleet_name, model, h) for h in names}
+        fleet = write_fleet(
+            tmp_path / "fleet.yaml",
+            fleet_name,
+            {
+                model: {
+                    "hosts": {
+                        h: f"http://216.243.220.245:{19100 + i}/v1" for i, h in enumerate(names)
+                    }
+                }
+            },
+        )
+        # The pod that takes the first create answers 500 after writing it.
+        two.add_rule("POST", "/model/new", Fault.forward_then_500(), times=1)
+        run = fleet_sync(["apply", "-f", str(fleet), *urls, "--format", "json"], pods.env())
+        assert run.code == 0, run.out + run.err
+        result = json.loads(run.out)  # progress never mixes into --format json
+        assert "fleet-sync: create done: 6 written, 0 failed of 6" in run.err
+        assert "fleet-sync: read-back: 6 of 6 changes shown by every pod" in run.err
+        assert "read back: present" in json.dumps(result)
+
+        def written(proxy: FaultProxy) -> set[str]:
+            return {
+                str(body["model_info"]["id"] if path != "/model/delete" else body["id"])
+                for _, path, body in proxy.forwarded_writes()
+            }
+
+        assert written(one) == {ids[h] for h in hosts[one.url]}
+        assert written(two) == {ids[h] for h in hosts[two.url]}
+        ambiguous = next(
+            r.body["model_info"]["id"] for r in two.requests("POST", "/model/new") if r.fault
+        )
+        assert [r.params.get("modelId") for r in two.requests("GET", "/v2/model/info")].count(
+            ambiguous
+        ) >= 1
+        one.clear_log()
+        two.clear_log()
+
+        moved = {h: f"http://103.196.86.105:{19100 + i}/v1" for i, h in enumerate(names)}
+        write_fleet(fleet, fleet_name, {model: {"hosts": moved}})
+        run = fleet_sync(["apply", "-f", str(fleet), *urls], pods.env())
+        assert run.code == 0, run.out + run.err
+        assert {path for _, path, _ in one.forwarded_writes()} == {
+            f"/model/{ids[h]}/update" for h in hosts[one.url]
+        }
+        assert written(two) == {ids[h] for h in hosts[two.url]}
+        one.clear_log()
+        two.clear_log()
+
+        write_fleet(
+            fleet,
+            fleet_name,
+            {
+                model: {
+                    "hosts": {h: OLD.replace("16643", str(19200 + i)) for i, h in enumerate(names)}
+                }
+            },
+        )
+        run = fleet_sync(["apply", "-f", str(fleet), *urls, "--write-to", "first"], pods.env())
+        assert run.code == 0, run.out + run.err
+        assert written(one) == set(ids.values()) and not two.forwarded_writes()
     check = fleet_sync(["plan", "-f", str(fleet), "--detailed-exitcode", *both(pods)], pods.env())
     assert check.code == 0, check.out
