@@ -21,6 +21,7 @@ from .cli_common import (
     EXIT_OK,
     EXIT_REFUSED,
     Exit,
+    check_can_write,
     connect,
     current_plan,
     fail,
@@ -30,6 +31,8 @@ from .cli_common import (
     proxy_options,
     read_fleet,
     read_live,
+    read_proxy_options,
+    write_key,
 )
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
@@ -125,7 +128,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
 
 @cli.command()
 @fleet_option
-@proxy_options
+@read_proxy_options
 @format_option("text", "markdown", "json")
 @click.option(
     "--out",
@@ -230,6 +233,7 @@ def apply(
         if the_plan.empty:
             result = Result(the_plan, ())
         else:
+            check_can_write(client)
             if fmt == "text":
                 show_plan(the_plan, "text")
             result = run_apply(the_plan, client, concurrency, confirm_timeout)
@@ -273,14 +277,18 @@ def check_saved(saved: Path, live_plan: Plan) -> None:
 
 @cli.command()
 @fleet_option
-@proxy_options
+@read_proxy_options
 @format_option("text", "markdown", "json")
 @click.option(
     "--github-issue",
     is_flag=True,
     help="Open or update one drift issue per fleet (label fleet-drift); close it once clean.",
 )
-@click.option("--fix", is_flag=True, help="Self-heal: apply when there is drift (safety applies).")
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Self-heal: apply when there is drift (safety applies; needs LITELLM_PROXY_API_KEY).",
+)
 def drift(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -293,7 +301,7 @@ def drift(
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
     fleet = read_fleet(fleet_file)
     code = EXIT_OK
-    with connect(proxy_urls, api_key, timeout) as client:
+    with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         the_plan = current_plan(fleet, client)
         show_plan(the_plan, fmt)
         if fix and not the_plan.empty:
@@ -302,6 +310,7 @@ def drift(
                 click.echo("error: --fix refused: " + " | ".join(unsafe), err=True)
                 code = EXIT_REFUSED
             else:
+                check_can_write(client)
                 result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
