@@ -14,8 +14,8 @@ from sync import __version__
 from sync.render import route_id
 
 from .faultproxy import Fault, FaultProxy
+from .keys import key_for_role, read_only_key
 from .proxyharness import Proxy, fleet_sync, write_fleet
-from .readkey import read_only_key
 
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"
@@ -101,13 +101,14 @@ def test_a_refused_write_says_the_key_cannot_write(
 def test_every_write_names_fleet_sync_and_the_commit(
     proxy: Proxy, recorded: FaultProxy, tmp_path: Path, fleet_name: str
 ) -> None:
+    """With the write key the README recommends: a proxy_admin user's key, not the master key."""
     model = f"{fleet_name}-m"
     fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD}}})
     sha = "4f2a9c0d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a39"
     env = env_with(
         proxy,
         recorded,
-        LITELLM_PROXY_API_KEY=proxy.api_key,
+        LITELLM_PROXY_API_KEY=key_for_role(proxy, "proxy_admin"),
         GITHUB_REPOSITORY="acme/fleet",
         GITHUB_SHA=sha,
     )

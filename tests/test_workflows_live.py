@@ -21,8 +21,8 @@ from sync.render import route_id
 
 from .actionrunner import JobRun, Runner
 from .fake_github import FakeGitHub
+from .keys import read_only_key
 from .proxyharness import Proxy, write_fleet
-from .readkey import read_only_key
 from .test_workflows import INSTALL, SETS, path_of
 
 OLD = "http://216.243.220.245:16643/v1"
