@@ -365,6 +365,82 @@ def set_host(
     click.echo("".join(f"{line}\n" for line in edited.summary), err=True, nl=False)
 
 
+@cli.command()
+@click.argument("model")
+@click.argument("host")
+@fleet_option
+@proxy_options
+@click.option(
+    "--base",
+    envvar="GITHUB_REF_NAME",
+    show_envvar=True,
+    metavar="BRANCH",
+    help="The branch the pull request goes into (the checked-out one).",
+)
+@click.option(
+    "--automerge",
+    is_flag=True,
+    help="Merge when the plan only moves this host (one in-place update, no prune, nothing "
+    "else), then start the apply workflow.",
+)
+@click.option(
+    "--apply-workflow",
+    default="apply.yml",
+    show_default=True,
+    metavar="FILE",
+    help="Workflow started after an automatic merge ('' for none).",
+)
+def propose(
+    model: str,
+    host: str,
+    fleet_file: Path,
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    base: str | None,
+    automerge: bool,
+    apply_workflow: str,
+) -> None:
+    """Propose fleet.yaml as set-host left it: one commit on the host's branch, its pull
+    request opened or updated, and the plan comment on it (GITHUB_TOKEN, GITHUB_REPOSITORY).
+
+    Run after `fleet-sync set-host MODEL HOST --api-base URL` in a checkout of BRANCH.
+    """
+    from . import host_moved
+    from .github_config import GitHubError
+    from .gitref import GitRefError
+
+    if not base:
+        fail("no base branch: pass --base BRANCH (GitHub Actions sets GITHUB_REF_NAME)")
+    fleet = read_fleet(fleet_file)
+    hosts = {h.name: h for m in fleet.models if m.name == model for h in m.hosts}
+    if host not in hosts:
+        fail(f"{fleet_file}: no host {host!r} in model {model!r}; run set-host first")
+    try:
+        with host_moved.client(os.environ) as github:
+            proposal = host_moved.propose(
+                github, fleet_file, model, host, hosts[host].api_base, base
+            )
+            if proposal.number is None:
+                click.echo(f"nothing to propose: {base} already says this; no open pull request")
+                return
+            click.echo(f"pull request #{proposal.number} {proposal.action}: {proposal.url}")
+            if proposal.action == "closed":
+                return
+            with connect(proxy_urls, api_key, timeout) as proxy:
+                live = read_live(proxy)
+            the_plan = make_plan(fleet, render(fleet), live)
+            unsafe = refusals(the_plan, fleet.max_prune_percent)
+            show_plan(the_plan, "text", unsafe)
+            merge = (base, apply_workflow) if automerge else None
+            for line in host_moved.comment_and_maybe_merge(
+                github, proposal, model, host, fleet_file, the_plan, live, unsafe, os.environ, merge
+            ):
+                click.echo(line)
+    except (GitHubError, GitRefError, ValueError) as exc:
+        fail(f"GitHub: {exc}" if isinstance(exc, GitHubError) else str(exc))
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="fleet-sync", standalone_mode=False)

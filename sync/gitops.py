@@ -60,7 +60,10 @@ def comment_plan(
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
+    pr_number: int | None = None,
 ) -> str:
+    """pr_number: the pull request to comment on when the event is not a pull_request one
+    (the host-moved workflow opens the PR itself); default: the event's."""
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
     base, note = base_plan(fleet_file, ref, live) if ref else (None, "no base ref given")
@@ -68,7 +71,7 @@ def comment_plan(
     body = pr_markdown(plan, this_pr, drift, note, refusals)
     write_step_summary(config, body)
     with GitHubClient(config) as github:
-        number = github.pull_request_number()
+        number = pr_number or github.pull_request_number()
         if number is None:
             raise GitHubError(
                 "GITHUB_EVENT_PATH holds no pull_request: run this on pull_request events"
