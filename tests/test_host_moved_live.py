@@ -64,10 +64,11 @@ def evaluate(expression: str, context: dict[str, Any]) -> str:
 def run_job(context: dict[str, Any], env: dict[str, str], cwd: Path) -> list[tuple[int, str]]:
     """Each fleet-sync step in order until one fails; (exit code, output) per step run."""
     results = []
+
+    def fill(text: str) -> str:
+        return re.sub(r"\$\{\{\s*(.+?)\s*\}\}", lambda m: evaluate(m.group(1), context), text)
+
     for step in steps():
-        fill = lambda text: re.sub(  # noqa: E731
-            r"\$\{\{\s*(.+?)\s*\}\}", lambda m: evaluate(m.group(1), context), text
-        )
         step_env = {k: fill(str(v)) for k, v in step.get("env", {}).items()}
         assert "${{" not in step["run"]  # nothing from the payload is pasted into the script
         done = subprocess.run(
