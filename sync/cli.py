@@ -441,6 +441,77 @@ def propose(
         fail(f"GitHub: {exc}" if isinstance(exc, GitHubError) else str(exc))
 
 
+@cli.command(name="import")
+@proxy_options
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write fleet.yaml here (refused if it exists) instead of stdout.",
+)
+@click.option("--fleet", "fleet_name", default="imported", show_default=True, help="Fleet name.")
+@click.option(
+    "--model",
+    "only",
+    multiple=True,
+    metavar="NAME",
+    help="Import only this model group (repeatable; default: every group).",
+)
+def import_command(
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    output: Path | None,
+    fleet_name: str,
+    only: tuple[str, ...],
+) -> None:
+    """Write the fleet.yaml a live proxy's database routes mean (owns: model_groups).
+
+    Then `fleet-sync plan` shows each untagged route replaced by a tagged copy, nothing else.
+    """
+    from .fleet import fleet_from_doc
+    from .importer import import_fleet
+    from .yamlmarks import parse_yaml
+
+    if output is not None and output.exists():
+        fail(f"{output} exists; choose another path or remove it first")
+    with connect(proxy_urls, api_key, timeout) as client:
+        live = read_live(client)
+    imported = import_fleet(live, fleet_name, only)
+    for line in imported.left_out:
+        click.echo(f"left out: {line}", err=True)
+    if not imported.routes:
+        fail("no database route to import (see what was left out above)")
+    file = str(output or "fleet.yaml")
+    try:
+        fleet_from_doc(parse_yaml(imported.text, file), file)
+    except FleetError as exc:
+        click.echo(problems_text(exc.problems), err=True, nl=False)
+        fail("the imported fleet does not validate (is --fleet a valid fleet name?)")
+    if output is None:
+        click.echo(imported.text, nl=False)
+    else:
+        output.write_text(imported.text, encoding="utf-8")
+    for name in imported.placeholders:
+        click.echo(
+            f"warning: set {name} in the proxy's environment before apply: LiteLLM hid this "
+            "credential, fleet.yaml now refers to it as os.environ/" + name,
+            err=True,
+        )
+    click.echo(
+        "warning: LiteLLM never returns api_key: if these hosts need one, add "
+        "api_key: os.environ/NAME to fleet.yaml before apply",
+        err=True,
+    )
+    click.echo(
+        f"imported {imported.routes} route(s) in {imported.models} model group(s)"
+        + (f" into {output}" if output else "")
+        + "; `fleet-sync plan` replaces each untagged route with a tagged copy (created "
+        "first, then the old one deleted): that is how routes get their fleet tags",
+        err=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         cli.main(args=argv, prog_name="fleet-sync", standalone_mode=False)
