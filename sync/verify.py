@@ -77,8 +77,7 @@ def _where(
     if route_id is None:
         # LiteLLM names the deployment on failures only when the router got that far.
         only = (
-            f"; this fleet's only route of the model is host {group[0].host} at "
-            f"{group[0].api_base}"
+            f"; this fleet's only route of the model is host {group[0].host} at {group[0].api_base}"
             if len(group) == 1
             else ""
         )
