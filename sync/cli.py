@@ -420,8 +420,9 @@ def set_host(
     "--automerge",
     is_flag=True,
     help="Merge when the plan only moves this host (one in-place update, no prune, nothing "
-    "else), then start the apply workflow.",
+    "else) to an address the probe shows serving the model, then start the apply workflow.",
 )
+@health_options
 @click.option(
     "--apply-workflow",
     default="apply.yml",
@@ -438,6 +439,9 @@ def propose(
     timeout: float,
     base: str | None,
     automerge: bool,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
     apply_workflow: str,
 ) -> None:
     """Propose fleet.yaml as set-host left it: one commit on the host's branch, its pull
@@ -468,7 +472,14 @@ def propose(
                 return
             with connect(proxy_urls, api_key, timeout) as proxy:
                 live = read_live(proxy)
-            the_plan = make_plan(fleet, render(fleet), live)
+            # An automatic merge needs proof the new address serves: it always probes.
+            the_plan = gate_plan(
+                fleet,
+                make_plan(fleet, render(fleet), live),
+                probe or automerge,
+                require_healthy,
+                probe_timeout,
+            )
             unsafe = refusals(the_plan, fleet.max_prune_percent)
             show_plan(the_plan, "text", unsafe)
             merge = (base, apply_workflow) if automerge else None

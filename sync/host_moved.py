@@ -42,9 +42,12 @@ def branch_name(model: str, host: str) -> str:
 
 
 def automerge_refusal(plan: Plan, refusals: Sequence[str], model: str, host: str) -> str | None:
-    """Why this plan is more than moving one host (so a human reviews it), or None."""
+    """Why this plan is more than moving one host to an address proven to serve its model (so
+    a human reviews it), or None."""
     if refusals:
         return "the plan is refused by the safety checks"
+    if plan.withheld:
+        return f"a change is withheld ({plan.withheld[0].reason})"
     others = [c for c in plan.changes if (c.model_name, c.host) != (model, host)]
     if others:
         return f"the plan changes {len(others)} other route(s) too (drift or other edits)"
@@ -54,6 +57,11 @@ def automerge_refusal(plan: Plan, refusals: Sequence[str], model: str, host: str
     extra = sorted({d.path for d in plan.changes[0].diff} - MOVE_PATHS)
     if extra:
         return f"the update changes more than the address: {', '.join(extra)}"
+    health = plan.health_of(plan.changes[0].id)
+    if health is None:
+        return "the new address was not probed (--probe): nothing proves it serves the model"
+    if not health.serves:
+        return f"the new address does not serve the model: {health.api_base} {health.summary()}"
     return None
 
 

@@ -10,10 +10,12 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import git
+import pytest
 import yaml
 
 from sync.host_moved import branch_name
@@ -21,11 +23,28 @@ from sync.render import route_id
 
 from .fake_github import FakeGitHub
 from .proxyharness import REPO, Proxy, fleet_sync
+from .upstream import Upstream, silent_address
 
-OLD = "http://216.243.220.245:16643/v1"
-NEW = "http://103.196.86.105:17140/v1"
-NEWER = "https://abc123-8000.proxy.runpod.net/v1"
-OTHER = "http://10.20.30.40:8000/v1"
+SERVED = "Qwen/Qwen3-8B"
+# propose --probe asks every host's /models: every address here is on 127.0.0.1.
+OLD = silent_address()
+OTHER = silent_address()
+
+
+@pytest.fixture(scope="module")
+def new() -> Iterator[str]:
+    """The pod's new address: an upstream serving the declared model."""
+    upstream = Upstream("new", [SERVED]).start()
+    yield upstream.url
+    upstream.stop()
+
+
+@pytest.fixture(scope="module")
+def newer() -> Iterator[str]:
+    upstream = Upstream("newer", [SERVED]).start()
+    yield upstream.url
+    upstream.stop()
+
 
 FLEET = """\
 # yaml-language-server: $schema=schema/fleet.schema.json
@@ -35,7 +54,7 @@ defaults:
   litellm_params: {{timeout: 600}}   # shared by every host
 models:
   {model}:
-    served_model: Qwen/Qwen3-8B
+    served_model: {served}
     hosts:
       - name: a            # RunPod pod, recreated often
         api_base: {old}
@@ -96,7 +115,9 @@ class Repo:
             config.set_value("user", "name", "t").set_value("user", "email", "t@example.invalid")
         self.work = Path(self.git.working_tree_dir or "")
         self.fleet = self.work / "fleet.yaml"
-        self.original = FLEET.format(fleet=fleet, model=model, old=OLD, other=OTHER).encode()
+        self.original = FLEET.format(
+            fleet=fleet, model=model, old=OLD, other=OTHER, served=SERVED
+        ).encode()
         self.fleet.write_bytes(self.original)
         self.git.index.add(["fleet.yaml"])
         self.head = self.git.index.commit("fleet").hexsha
@@ -149,56 +170,56 @@ def plan_comment(github: FakeGitHub, number: int) -> str:
 
 
 def test_dispatch_opens_then_updates_one_pull_request_with_one_in_place_update(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str, newer: str
 ) -> None:
     model = f"{fleet_name}-m"
     repo = Repo(tmp_path, fake_github, fleet_name, model)
     apply_base(proxy, repo)
 
-    results = repo.dispatch(proxy, tmp_path, {"model": model, "host": "a", "api_base": NEW})
+    results = repo.dispatch(proxy, tmp_path, {"model": model, "host": "a", "api_base": new})
     assert [code for code, _ in results] == [0, 0], results
 
     branch = branch_name(model, "a")
     commit = fake_github.git.refs[branch]
     assert fake_github.git.commits[commit]["parents"] == [repo.head]
-    expected = repo.original.replace(OLD.encode(), NEW.encode())
+    expected = repo.original.replace(OLD.encode(), new.encode())
     assert fake_github.git.file_at(commit, "fleet.yaml") == expected  # only the address moved
     (pull,) = fake_github.git.pulls()
     assert (pull["state"], pull["head"]["ref"], pull["base"]["ref"]) == ("open", branch, "main")
-    assert pull["title"] == f"Move {model}/a to {NEW}"
+    assert pull["title"] == f"Move {model}/a to {new}"
     body = plan_comment(fake_github, pull["number"])
     assert "**+0 create, ~1 update, -0 prune**" in body
     assert "This PR changes (1)" in body
-    assert f'litellm_params.api_base: "{OLD}" -> "{NEW}"' in body
+    assert f'litellm_params.api_base: "{OLD}" -> "{new}"' in body
     assert body.count("~ update ") == 1
     live = proxy.route(route_id(fleet_name, model, "a"))
     assert live is not None and live["litellm_params"]["api_base"] == OLD  # no apply before merge
 
     # The pod moves again before anyone merged: the same pull request, moved branch, one comment.
-    results = repo.dispatch(proxy, tmp_path, {"model": model, "host": "a", "api_base": NEWER})
+    results = repo.dispatch(proxy, tmp_path, {"model": model, "host": "a", "api_base": newer})
     assert [code for code, _ in results] == [0, 0], results
     (again,) = fake_github.git.pulls()
     assert again["number"] == pull["number"] and again["state"] == "open"
     commit = fake_github.git.refs[branch]
     assert fake_github.git.commits[commit]["parents"] == [repo.head]
     assert fake_github.git.file_at(commit, "fleet.yaml") == repo.original.replace(
-        OLD.encode(), NEWER.encode()
+        OLD.encode(), newer.encode()
     )
     body = plan_comment(fake_github, pull["number"])
-    assert f'litellm_params.api_base: "{OLD}" -> "{NEWER}"' in body
+    assert f'litellm_params.api_base: "{OLD}" -> "{newer}"' in body
     assert "**+0 create, ~1 update, -0 prune**" in body
     assert "pull request" in results[1][1] and "updated" in results[1][1]
 
 
 def test_automerge_merges_a_pure_move_and_starts_apply_which_moves_the_route(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str
 ) -> None:
     model = f"{fleet_name}-m"
     repo = Repo(tmp_path, fake_github, fleet_name, model)
     apply_base(proxy, repo)
 
     results = repo.dispatch(
-        proxy, tmp_path, {"model": model, "host": "a", "api_base": NEW}, automerge=True
+        proxy, tmp_path, {"model": model, "host": "a", "api_base": new}, automerge=True
     )
     assert [code for code, _ in results] == [0, 0], results
     (pull,) = fake_github.git.pulls()
@@ -206,7 +227,7 @@ def test_automerge_merges_a_pure_move_and_starts_apply_which_moves_the_route(
     assert fake_github.git.dispatches == [{"workflow": "apply.yml", "ref": "main"}]
     merged = fake_github.git.refs["main"]
     assert fake_github.git.file_at(merged, "fleet.yaml") == repo.original.replace(
-        OLD.encode(), NEW.encode()
+        OLD.encode(), new.encode()
     )
 
     # The dispatched apply.yml runs on main as merged: the route moves in place.
@@ -215,11 +236,11 @@ def test_automerge_merges_a_pure_move_and_starts_apply_which_moves_the_route(
     assert done.code == 0, done.out + done.err
     assert "~1 update, -0 prune" in done.out
     live = proxy.route(route_id(fleet_name, model, "a"))
-    assert live is not None and live["litellm_params"]["api_base"] == NEW
+    assert live is not None and live["litellm_params"]["api_base"] == new
 
 
 def test_automerge_leaves_a_plan_with_other_changes_for_review(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str
 ) -> None:
     model = f"{fleet_name}-m"
     repo = Repo(tmp_path, fake_github, fleet_name, model)
@@ -231,7 +252,7 @@ def test_automerge_leaves_a_plan_with_other_changes_for_review(
         assert answer.status_code == 200, answer.text
 
     results = repo.dispatch(
-        proxy, tmp_path, {"model": model, "host": "a", "api_base": NEW}, automerge=True
+        proxy, tmp_path, {"model": model, "host": "a", "api_base": new}, automerge=True
     )
     assert [code for code, _ in results] == [0, 0], results
     assert "not merged automatically: the plan changes 1 other route(s) too" in results[1][1]
@@ -242,17 +263,17 @@ def test_automerge_leaves_a_plan_with_other_changes_for_review(
 
 
 def test_injection_payloads_are_refused_by_set_host_and_nothing_runs(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str
 ) -> None:
     model = f"{fleet_name}-m"
     repo = Repo(tmp_path, fake_github, fleet_name, model)
     pwned = tmp_path / "pwned"
     for payload in [
-        {"model": model, "host": f"$(touch {pwned})", "api_base": NEW},
+        {"model": model, "host": f"$(touch {pwned})", "api_base": new},
         {"model": model, "host": "a", "api_base": f'http://x"; touch {pwned}; echo "'},
         {"model": model, "host": "a", "api_base": f"http://x/`touch {pwned}`"},
-        {"model": "--file=/etc/passwd", "host": "a", "api_base": NEW},
-        {"model": model, "host": "a\n::error::injected", "api_base": NEW},
+        {"model": "--file=/etc/passwd", "host": "a", "api_base": new},
+        {"model": model, "host": "a\n::error::injected", "api_base": new},
     ]:
         results = repo.dispatch(proxy, tmp_path, payload)
         assert len(results) == 1, payload  # set-host failed: the job ends there
@@ -264,3 +285,24 @@ def test_injection_payloads_are_refused_by_set_host_and_nothing_runs(
         assert repo.fleet.read_bytes() == repo.original
     assert fake_github.writes() == []
     assert fake_github.calls == []
+
+
+def test_automerge_waits_when_the_new_address_serves_another_model(
+    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+) -> None:
+    model = f"{fleet_name}-m"
+    repo = Repo(tmp_path, fake_github, fleet_name, model)
+    apply_base(proxy, repo)
+    wrong = Upstream("wrong", ["org/something-else"]).start()
+    try:
+        results = repo.dispatch(
+            proxy, tmp_path, {"model": model, "host": "a", "api_base": wrong.url}, automerge=True
+        )
+    finally:
+        wrong.stop()
+    assert [code for code, _ in results] == [0, 0], results
+    assert "not merged automatically: the new address does not serve the model" in results[1][1]
+    (pull,) = fake_github.git.pulls()
+    assert pull["state"] == "open"
+    assert fake_github.git.dispatches == []
+    assert "serves something else" in plan_comment(fake_github, pull["number"])

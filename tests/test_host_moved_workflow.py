@@ -8,6 +8,8 @@ import re
 import subprocess
 
 from sync.fleet import Defaults, Fleet, Host, Model
+from sync.health import HealthState, HostHealth
+from sync.healthgate import gate
 from sync.host_moved import automerge_refusal, branch_name
 from sync.plan import make_plan
 from sync.render import Route, render
@@ -95,12 +97,25 @@ def test_automerge_needs_a_plan_that_only_moves_that_host() -> None:
         model = Model("m", "org/m", None, None, {}, {}, hosts)
         return Fleet("f", "tagged", Defaults("hosted_vllm", None, {}, {}), 30.0, (model,))
 
-    def refusal(desired: Fleet, live: list[Route], unsafe: tuple[str, ...] = ()) -> str | None:
-        return automerge_refusal(make_plan(desired, render(desired), live), unsafe, "m", "a")
+    def refusal(
+        desired: Fleet,
+        live: list[Route],
+        unsafe: tuple[str, ...] = (),
+        state: HealthState = "serves",
+    ) -> str | None:
+        plan = make_plan(desired, render(desired), live)
+        health = [
+            HostHealth(r.id, "m", r.host or "", str(r.api_base), "org/m", state)
+            for r in render(desired)
+        ]
+        return automerge_refusal(gate(plan, health, False), unsafe, "m", "a")
 
     live = list(render(fleet("http://10.0.0.1:1/v1")))
     moved = fleet("http://10.0.0.9:1/v1")
     assert refusal(moved, live) is None
+    unprobed = automerge_refusal(make_plan(moved, render(moved), live), (), "m", "a")
+    assert "not probed" in str(unprobed)
+    assert "does not serve the model" in str(refusal(moved, live, state="other_model"))
     assert "refused by the safety checks" in str(refusal(moved, live, ("prunes too much",)))
     without_a = [r for r in live if r.host != "a"]
     assert "is create, not one in-place update" in str(refusal(moved, without_a))
