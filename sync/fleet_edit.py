@@ -15,10 +15,7 @@ import copy
 import difflib
 import io
 import json
-import os
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ruamel.yaml import YAML
@@ -28,9 +25,7 @@ from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from .fleet import address_problem, fleet_from_doc
 from .problems import FleetError, Problem
-from .yamlmarks import MAX_BYTES, parse_yaml
-
-BOM = "\ufeff"
+from .yamlmarks import parse_yaml
 
 
 @dataclass(frozen=True)
@@ -364,48 +359,3 @@ def _check(new_text: str, expected: Any, file: str) -> None:
         raise FleetError(
             Problem(p.file, p.line, p.col, f"after the edit: {p.message}") for p in exc.problems
         ) from None
-
-
-# -- the file -------------------------------------------------------------------------------
-
-
-def read_text(path: Path, file: str) -> tuple[str, bool]:
-    """fleet.yaml as text with its line endings, and whether it starts with a BOM."""
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            raise FleetError([Problem(file, 1, 1, f"file is larger than {MAX_BYTES:,} bytes")])
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise FleetError([Problem(file, 1, 1, "file not found")]) from None
-    except OSError as exc:
-        raise FleetError([Problem(file, 1, 1, f"cannot read: {exc.strerror}")]) from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FleetError([Problem(file, 1, 1, "not UTF-8 text")]) from None
-    return text.removeprefix(BOM), text.startswith(BOM)
-
-
-def write_atomically(path: Path, text: str, bom: bool) -> None:
-    """Replace the file in one rename: a reader sees the old or the new file, never half."""
-    target = path.resolve()
-    data = ((BOM if bom else "") + text).encode("utf-8")
-    mode = target.stat().st_mode & 0o7777
-    handle, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, mode)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-
-
-def unified_diff(old: str, new: str, file: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True), new.splitlines(keepends=True), file, file
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
