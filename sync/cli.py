@@ -7,11 +7,11 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from . import __version__, gitops
-from .apply import ApplyAborted, Result, apply_plan
+from . import __version__
 from .cli_common import (
     CONCURRENCY,
     CONFIRM_TIMEOUT,
@@ -34,26 +34,15 @@ from .cli_common import (
     read_proxy_options,
     write_key,
 )
-from .cli_health import gate_plan, health_options, verify_result
+from .cli_health import gate_plan, health_options
 from .cli_hosts import import_command, propose, set_host
-from .fleet import load_fleet
-from .litellm import LiteLLMClient
-from .plan import Plan, make_plan
-from .probe import PROBE_TIMEOUT
-from .problems import FleetError, Problem
-from .progress import progress_for
-from .render import render, render_config
-from .report import (
-    plan_markdown,
-    plan_text,
-    problems_github,
-    problems_text,
-    result_json,
-    result_text,
-    to_json,
-)
-from .report_health import verify_text
-from .safety import refusals
+
+if TYPE_CHECKING:
+    # Each command imports what it uses when it runs: `--version` and `validate` stay clear of
+    # httpx, deepdiff and git (tests/test_startup.py).
+    from .apply import Result
+    from .litellm import LiteLLMClient
+    from .plan import Plan
 
 
 def colour() -> bool:
@@ -61,6 +50,8 @@ def colour() -> bool:
 
 
 def show_plan(plan: Plan, fmt: str, unsafe: tuple[str, ...] = ()) -> None:
+    from .report import plan_markdown, plan_text, to_json
+
     if fmt == "json":
         body = plan.to_json()
         body["refused"] = list(unsafe)
@@ -90,6 +81,11 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
 
     FILES, when given, are validated instead of -f (pre-commit passes changed files so).
     """
+    from .fleet import load_fleet
+    from .problems import FleetError, Problem
+    from .render import render
+    from .report import problems_github, problems_text, to_json
+
     files = [*more_files] or [fleet_file]
     problems: list[Problem] = []
     valid: list[str] = []
@@ -124,6 +120,8 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
 )
 def render_command(fleet_file: Path, output: Path | None) -> None:
     """Print the LiteLLM config.yaml fragment ({model_list: [...]}) fleet.yaml means."""
+    from .render import render, render_config
+
     text = render_config(render(read_fleet(fleet_file)))
     if output:
         output.write_text(text, encoding="utf-8")
@@ -169,6 +167,12 @@ def plan(
     probe_timeout: float,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
+    from . import gitops
+    from .plan import make_plan
+    from .render import render
+    from .report import to_json
+    from .safety import refusals
+
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_live(client)
@@ -252,6 +256,13 @@ def apply(
     verify: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
+    from . import gitops
+    from .apply import Result
+    from .cli_health import verify_result
+    from .report import result_json, result_text, to_json
+    from .report_health import verify_text
+    from .safety import refusals
+
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
         the_plan = gate_plan(
@@ -302,6 +313,10 @@ def apply(
 def run_apply(
     plan: Plan, client: LiteLLMClient, concurrency: int, confirm_timeout: float
 ) -> Result:
+    from .apply import ApplyAborted, Result, apply_plan
+    from .progress import progress_for
+    from .report import result_text
+
     progress = progress_for(sys.stderr)
     try:
         return apply_plan(
@@ -359,6 +374,11 @@ def drift(
     fix: bool,
 ) -> None:
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
+    from . import gitops
+    from .health import PROBE_TIMEOUT
+    from .report import result_text
+    from .safety import refusals
+
     fleet = read_fleet(fleet_file)
     code = EXIT_OK
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:

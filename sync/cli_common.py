@@ -1,22 +1,25 @@
-"""What every fleet-sync command shares: exit codes, options, reading the fleet and the proxy."""
+"""What every fleet-sync command shares: exit codes, options, reading the fleet and the proxy.
+
+Imported by every command, `--version` and `--help` included: what is heavy (httpx, jsonschema,
+deepdiff, the plan) is imported inside the function that needs it (tests/test_startup.py)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
 from .access import changed_by, write_refusal
-from .fleet import Fleet, load_fleet
-from .github_config import GitHubError
-from .litellm import LiteLLMClient, ProxyError
-from .plan import Plan, make_plan
 from .problems import FleetError
-from .render import Route, render
-from .report import problems_text
+
+if TYPE_CHECKING:
+    from .fleet import Fleet
+    from .litellm import LiteLLMClient
+    from .plan import Plan
+    from .render import Route
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 # LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
@@ -94,6 +97,9 @@ def read_proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def read_fleet(path: Path) -> Fleet:
+    from .fleet import load_fleet
+    from .report import problems_text
+
     try:
         return load_fleet(path, str(path))
     except FleetError as exc:
@@ -118,6 +124,8 @@ def connect(
     for url in urls:
         if not url.startswith(("http://", "https://")):
             fail(f"proxy URL {url!r} must start with http:// or https://")
+    from .litellm import LiteLLMClient
+
     return LiteLLMClient(
         urls,
         api_key,
@@ -144,6 +152,8 @@ def check_can_write(client: LiteLLMClient) -> None:
 
 
 def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
+    from .litellm import ProxyError
+
     try:
         for url in client.urls:
             client.check_ready(url)
@@ -155,11 +165,16 @@ def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) ->
 def current_plan(
     fleet: Fleet, client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT
 ) -> Plan:
+    from .plan import make_plan
+    from .render import render
+
     return make_plan(fleet, render(fleet), read_live(client, settle_timeout))
 
 
 def on_github(call: Callable[[], str]) -> None:
     """Run one GitHub step; its failure is an error (exit 1) but the plan is already printed."""
+    from .github_config import GitHubError
+
     try:
         click.echo(call(), err=True)
     except (GitHubError, ValueError) as exc:

@@ -4,18 +4,17 @@ apply --verify through the proxy."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .apply import Result
-from .fleet import Fleet
-from .health import Verified
-from .healthgate import gate
-from .plan import Plan
-from .probe import PROBE_TIMEOUT, probe_fleet
-from .render import render
-from .verify import changed_groups, verify_groups
+from .health import PROBE_TIMEOUT
+
+if TYPE_CHECKING:  # the rest only when a command runs: the options are read at start-up
+    from .apply import Result
+    from .fleet import Fleet
+    from .health import Verified
+    from .plan import Plan
 
 
 def health_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -47,6 +46,9 @@ def gate_plan(fleet: Fleet, plan: Plan, probe: bool, require: bool, timeout: flo
     require = require or fleet.requires_health
     if not (probe or require or fleet.health):
         return plan
+    from .healthgate import gate
+    from .probe import probe_fleet
+
     return gate(plan, probe_fleet(fleet, timeout=timeout), require)
 
 
@@ -54,6 +56,9 @@ def verify_result(
     result: Result, fleet: Fleet, proxy_url: str, api_key: str, timeout: float
 ) -> tuple[Verified, ...]:
     """One request per model group the apply changed, through the proxy (apply --verify)."""
+    from .render import render
+    from .verify import changed_groups, verify_groups
+
     desired = render(fleet)
     return verify_groups(
         proxy_url, api_key, changed_groups(result, desired), desired, timeout=timeout

@@ -11,11 +11,7 @@ import click
 
 from .cli_common import connect, fail, fleet_option, read_fleet, read_live, read_proxy_options
 from .cli_health import gate_plan, health_options
-from .plan import make_plan
 from .problems import FleetError
-from .render import render
-from .report import plan_text, problems_text
-from .safety import refusals
 
 
 @click.command(name="set-host")
@@ -47,6 +43,7 @@ def set_host(
     """
     from .fleet_edit import HostEdit, edit_host
     from .fleet_file import read_text, unified_diff, write_atomically
+    from .report import problems_text
 
     if api_base is None and enabled is None:
         fail("nothing to change: give --api-base URL, --enable or --disable")
@@ -118,6 +115,10 @@ def propose(
     from . import host_moved
     from .github_config import GitHubError
     from .gitref import GitRefError
+    from .plan import make_plan
+    from .render import render
+    from .report import plan_text
+    from .safety import refusals
 
     if not base:
         fail("no base branch: pass --base BRANCH (GitHub Actions sets GITHUB_REF_NAME)")
@@ -187,6 +188,7 @@ def import_command(
     """
     from .fleet import fleet_from_doc
     from .importer import import_fleet
+    from .report import problems_text
     from .yamlmarks import parse_yaml
 
     if output is not None and output.exists():

@@ -15,6 +15,7 @@ STATE_TEXT = {
     "no_answer": "not answering",
 }
 MODELS_SHOWN = 10
+PROBE_TIMEOUT = 5.0  # seconds each host has to answer; here, so the CLI's options need no httpx
 ID_SHOWN = 200  # an upstream may list hundreds of models; the plan names a few
 
 

@@ -13,10 +13,9 @@ import httpx
 
 from .credentials import is_reference
 from .fleet import Fleet
-from .health import HostHealth, judge, listed_models
+from .health import PROBE_TIMEOUT, HostHealth, judge, listed_models
 from .render import render
 
-PROBE_TIMEOUT = 5.0
 PROBE_CONCURRENCY = 8
 BODY_CAP = 1 << 20  # a /models answer is a few KiB; a host streaming more is not an API
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .apply import Result
 from .health import Verified
 from .plan import ABSENT, Change, Create, Plan, Update, shown
 from .problems import Problem
@@ -19,6 +18,9 @@ from .report_health import (
     unhealthy_text,
     verify_markdown,
 )
+
+if TYPE_CHECKING:  # validate prints problems through here; it needs no proxy client
+    from .apply import Result
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 COLOUR = {"create": "\033[32m", "update": "\033[33m", "delete": "\033[31m"}

@@ -1,0 +1,60 @@
+"""Start-up stays cheap: each command imports what it uses when it runs, so `fleet-sync --version`
+loads none of the heavy libraries and `validate` none of the proxy's or git's. An import-graph
+check in a fresh interpreter (the time it saves is measured by benchmarks/startup.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("httpx", "deepdiff", "git", "jsonschema", "yaml", "ruamel", "sync.plan", "sync.apply")
+# What each command may not import, beyond what --version may not.
+NOT_FOR = {
+    ("--version",): HEAVY,
+    ("--help",): HEAVY,
+    ("validate", "-f", "fleet.yaml"): ("httpx", "deepdiff", "git", "ruamel", "sync.apply"),
+    ("render", "-f", "fleet.yaml"): ("httpx", "deepdiff", "git", "ruamel", "sync.apply"),
+}
+PROBE = """
+import json, sys
+from sync.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exc:
+    code = exc.code
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def loaded_by(args: tuple[str, ...]) -> tuple[int, set[str]]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return report["code"], set(report["modules"])
+
+
+@pytest.mark.parametrize("args", sorted(NOT_FOR), ids=" ".join)
+def test_command_leaves_heavy_modules_unimported(args: tuple[str, ...]) -> None:
+    code, modules = loaded_by(args)
+    assert code == 0
+    loaded = {
+        m for m in NOT_FOR[args] if m in modules or any(n.startswith(m + ".") for n in modules)
+    }
+    assert not loaded, f"fleet-sync {' '.join(args)} imported {sorted(loaded)}"
+
+
+def test_the_check_sees_an_import() -> None:
+    """The probe does see what a command imports (the check above can fail)."""
+    _, modules = loaded_by(("validate", "-f", "fleet.yaml"))
+    assert {"jsonschema", "yaml", "sync.fleet"} <= modules
