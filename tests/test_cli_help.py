@@ -26,6 +26,7 @@ COMMANDS = {
         "LITELLM_PROXY_API_KEY",
         "--require-healthy",
         "--verify",
+        "--write-to [spread|first]",
     ],
     "drift": ["--github-issue", "--fix", "exit 2"],
     "set-host": ["--api-base", "--enable / --disable", "--add", "exit 1"],
