@@ -15,8 +15,9 @@ import yaml
 
 from .problems import FleetError, Problem
 
-MAX_BYTES = 1024 * 1024
-# A 1,000-host fleet is ~10k nodes; 200k leaves room while stopping billion-laughs expansion.
+# A 10,000-host fleet is ~1 MB (benchmarks/scale.py): 4 MiB leaves room for longer names.
+MAX_BYTES = 4 * 1024 * 1024
+# A 10,000-host fleet is ~50-110k nodes; 200k leaves room while stopping billion-laughs expansion.
 MAX_NODES = 200_000
 
 JsonPath = tuple[str | int, ...]

@@ -250,7 +250,7 @@ def make_input(name: str, tmp_path: Path) -> Path:
 
 
 GENERATED = [
-    Generated("larger-than-5mb", 1, 1, r"file is 5,\d{3},\d{3} bytes; the limit is 1,048,576"),
+    Generated("larger-than-5mb", 1, 1, r"file is 5,\d{3},\d{3} bytes; the limit is 4,194,304"),
     Generated(
         "alias-bomb",
         0,  # somewhere inside the aliases: checked below
