@@ -35,8 +35,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from sync.access import changed_by
 from sync.fleet import load_fleet
-from sync.litellm import LiteLLMClient
+from sync.litellm import CHANGED_BY_HEADER, LiteLLMClient
 from sync.render import Route, render
 from tests.proxyharness import Proxy, from_environment, start, stop, write_fleet
 
@@ -89,7 +90,8 @@ def run_bare(
 ) -> Timing:
     chooser = LiteLLMClient(urls, proxy.api_key)
     codes: Counter[int] = Counter()
-    headers = {"Authorization": f"Bearer {proxy.api_key}"}
+    # The same headers fleet-sync sends on a write, so only the tool's own work differs.
+    headers = {"Authorization": f"Bearer {proxy.api_key}", CHANGED_BY_HEADER: changed_by({})}
     with httpx.Client(headers=headers, timeout=120) as http:
 
         def send(route: Route) -> None:
@@ -164,6 +166,7 @@ def main() -> None:
     write_fleet(moved, "bench", fleet_models(options.routes, moved=True))
     bodies = {"create": render(load_fleet(created)), "update": render(load_fleet(moved))}
     rows: list[tuple[int, str, str, Timing]] = []
+    loads: list[float] = []  # the machine's 1-minute load average after each run
     for pods in (int(p) for p in options.pods.split(",")):
         external = from_environment(pods)
         writers = [f"fleet-sync {mode}" for mode in options.modes.split(",")] + ["bare"]
@@ -184,7 +187,8 @@ def main() -> None:
                         extra = ["--concurrency", str(options.concurrency), "--write-to", mode]
                         timing = run_fleet_sync(proxy, fleet, urls, extra)
                     rows.append((pods, writer, action, timing))
-                    print(f"    {timing}", file=sys.stderr, flush=True)
+                    loads.append(os.getloadavg()[0])
+                    print(f"    {timing} load {loads[-1]:.1f}", file=sys.stderr, flush=True)
             finally:
                 clean(proxy, external is None)
     print(
@@ -192,8 +196,12 @@ def main() -> None:
         f"interval {os.environ.get('PROXY_CONFIG_RELOAD_INTERVAL_SECONDS', '30 (default)')} s, "
         f"{os.cpu_count()} CPUs, Python {sys.version.split()[0]}"
     )
-    print("| pods | writer | action | total | write stage | read-back wait | bare loop | ratio |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    print(
+        "| pods | writer | action | total | write stage | read-back wait | bare loop | ratio "
+        "| load after (fleet-sync, bare) |"
+    )
+    print("|---:|---|---|---:|---:|---:|---:|---:|---|")
+    load_of = {row[:3]: load for row, load in zip(rows, loads, strict=True)}
     bare = {(p, a): t for p, w, a, t in rows if w == "bare"}
     for pods, writer, action, timing in rows:
         if writer == "bare":
@@ -203,7 +211,9 @@ def main() -> None:
         print(
             f"| {pods} | {writer} | {options.routes} {action}s | {fmt(timing.total)} "
             f"| {fmt(timing.writes)} | {fmt(timing.read_back)} "
-            f"| {fmt(floor.total if floor else None)} | {ratio} |"
+            f"| {fmt(floor.total if floor else None)} | {ratio} "
+            f"| {load_of[(pods, writer, action)]:.1f}, "
+            f"{load_of.get((pods, 'bare', action), 0):.1f} |"
         )
     for action in ("create", "update"):
         one = [t.total for p, w, a, t in rows if p == 1 and a == action]
