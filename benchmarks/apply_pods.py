@@ -35,9 +35,9 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sync.access import changed_by
+from sync.access import CHANGED_BY_HEADER, changed_by
 from sync.fleet import load_fleet
-from sync.litellm import CHANGED_BY_HEADER, LiteLLMClient
+from sync.litellm import LiteLLMClient
 from sync.render import Route, render
 from tests.proxyharness import Proxy, from_environment, start, stop, write_fleet
 
