@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,10 +47,11 @@ STAGE_DONE = re.compile(r"fleet-sync: (create|update|delete) done: .* in (\d+) s
 READ_BACK = re.compile(r"fleet-sync: read-back: \d+ of \d+ .*\((\d+) s of")
 
 
-def fleet_models(routes: int, moved: bool) -> dict[str, object]:
+def fleet_models(routes: int, shift: int) -> dict[str, object]:
+    """`routes` hosts in models of 10; each shift moves every host to another port."""
     models: dict[str, object] = {}
     for i in range(routes):
-        port = 20000 + i + (5000 if moved else 0)
+        port = 20000 + i + 5000 * shift
         hosts = models.setdefault(f"bench-m{i // HOSTS_PER_MODEL}", {"hosts": {}})
         assert isinstance(hosts, dict)
         hosts["hosts"][f"h{i % HOSTS_PER_MODEL}"] = f"http://216.243.220.245:{port}/v1"
@@ -149,6 +151,35 @@ def clean(proxy: Proxy, started: bool) -> None:
                 http.post("/model/delete", json={"id": entry["model_info"]["id"]})
 
 
+def interleaved(routes: int, concurrency: int, rounds: int, work: Path) -> None:
+    external = from_environment(1)
+    proxy = fresh_proxy(1, external)
+    urls = proxy.urls[:1]
+    times: dict[str, list[float]] = {"fleet-sync": [], "bare": []}
+    try:
+        first = write_fleet(work / "shift-0.yaml", "bench", fleet_models(routes, 0))
+        run_bare(proxy, render(load_fleet(first)), urls, concurrency, update=False)
+        for shift in range(1, 2 * rounds + 1):
+            fleet = write_fleet(work / f"shift-{shift}.yaml", "bench", fleet_models(routes, shift))
+            writer = "fleet-sync" if shift % 2 else "bare"
+            if writer == "bare":
+                timing = run_bare(proxy, render(load_fleet(fleet)), urls, concurrency, True)
+                seconds = timing.total
+            else:
+                timing = run_fleet_sync(proxy, fleet, urls, ["--concurrency", str(concurrency)])
+                seconds = timing.writes if timing.writes is not None else timing.total
+            times[writer].append(seconds)
+            load = os.getloadavg()[0]
+            print(f"  {writer}: {routes} updates in {seconds:.1f} s (load {load:.1f})", flush=True)
+    finally:
+        clean(proxy, external is None)
+    fs, bare = (statistics.median(times[w]) for w in ("fleet-sync", "bare"))
+    print(
+        f"{routes} updates on 1 pod, {rounds} rounds taking turns: fleet-sync write stage median "
+        f"{fs:.1f} s, bare loop median {bare:.1f} s, ratio {fs / bare:.2f}"
+    )
+
+
 def fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
 
@@ -159,11 +190,22 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--pods", default="1,2")
     parser.add_argument("--modes", default="spread", help="spread and/or first (fleet-sync)")
+    parser.add_argument(
+        "--interleave",
+        type=int,
+        default=0,
+        metavar="ROUNDS",
+        help="instead: on one pod, ROUNDS x (fleet-sync moves every host, the bare loop moves "
+        "every host) taking turns, so load from other jobs falls on both alike",
+    )
     options = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="fleet-sync-apply-bench-"))
     created, moved = work / "fleet.yaml", work / "moved.yaml"
-    write_fleet(created, "bench", fleet_models(options.routes, moved=False))
-    write_fleet(moved, "bench", fleet_models(options.routes, moved=True))
+    write_fleet(created, "bench", fleet_models(options.routes, 0))
+    write_fleet(moved, "bench", fleet_models(options.routes, 1))
+    if options.interleave:
+        interleaved(options.routes, options.concurrency, options.interleave, work)
+        return
     bodies = {"create": render(load_fleet(created)), "update": render(load_fleet(moved))}
     rows: list[tuple[int, str, str, Timing]] = []
     loads: list[float] = []  # the machine's 1-minute load average after each run
