@@ -7,6 +7,9 @@ problems rather than silent overwrites, memory blow-ups or tracebacks.
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -269,13 +272,28 @@ def _compose_fast(text: str) -> yaml.Node | None:
 
 
 def parse_yaml(text: str, file: str) -> YamlDoc:
-    node = _compose_fast(text)
-    if node is not None:
-        try:
-            return _convert(node, file, fast=True)
-        except (_PurePathNeeded, FleetError):
-            pass
-    return _convert(_compose(text, file), file)
+    with _collector_paused():
+        node = _compose_fast(text)
+        if node is not None:
+            try:
+                return _convert(node, file, fast=True)
+            except (_PurePathNeeded, FleetError):
+                pass
+        return _convert(_compose(text, file), file)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Composing keeps every object it makes (nodes, marks), so the cyclic garbage collector
+    re-scans a growing heap again and again: a 10,000-host file composes in 0.1 s without it
+    and 0.45 s with it. Nothing here needs it; the few objects left over wait for the next run."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _convert(node: yaml.Node, file: str, fast: bool = False) -> YamlDoc:
