@@ -34,30 +34,59 @@ class ProxyError(Exception):
         self.status = status
 
 
-def error_message(body: str) -> str:
-    """LiteLLM's error text from {"error": {"message": ...}} or {"detail": ...}, else the body."""
+def _json(body: str) -> Any:
     try:
-        data = json.loads(body)
+        return json.loads(body)
     except ValueError:
-        return body.strip()[:300]
+        return None
+
+
+def error_message(body: str) -> str:
+    """LiteLLM's error text from {"error": {"message": ...}} or {"detail": ...}; a readiness
+    answer as its database state; else the body."""
+    data = _json(body)
     if isinstance(data, dict):
         error = data.get("error", data.get("detail"))
         if isinstance(error, dict):
             return str(error.get("message", error.get("error", error)))[:300]
         if error is not None:
             return str(error)[:300]
+        if "db" in data:
+            return f"db: {data['db']}"
     return body.strip()[:300]
 
 
+def _error_type(body: str) -> str:
+    data = _json(body)
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error.get("type", "")) if isinstance(error, dict) else ""
+
+
+def _database_down(body: str) -> bool:
+    """A readiness answer whose database is configured but not reachable ("disconnected")."""
+    data = _json(body)
+    return isinstance(data, dict) and data.get("db") not in (None, "connected")
+
+
 def classify(status: int, body: str, write: bool) -> ErrorKind:
-    """Error class of an HTTP answer (pure, so it is tested on plain data)."""
+    """Error class of an HTTP answer (pure, so it is tested on plain data: tests/cases/litellm
+    holds what each tested LiteLLM version really answers)."""
     text = error_message(body).lower()
     if status in (401, 403):
         return ErrorKind.AUTH
     if "no db connected" in text or "db not connected" in text or "database not connected" in text:
         return ErrorKind.NO_DATABASE
+    if status == 503 and (_error_type(body) == "no_db_connection" or _database_down(body)):
+        # 1.109+ answers a write 503 "no_db_connection" when its database is unreachable; every
+        # version's readiness answers 503 {"db": "disconnected"}. Nothing will work: stop.
+        return ErrorKind.NO_DATABASE
     if status == 404 or (400 <= status < 500 and "not found" in text):
         return ErrorKind.NOT_FOUND
+    if write and status == 400 and text.startswith("authentication error"):
+        # Up to 1.108, /model/new and /model/delete wrap ANY exception, including one raised
+        # after the row was written, as 400 "Authentication Error, ..." (a refused key is 401):
+        # read back before deciding. 1.109+ keeps the real status.
+        return ErrorKind.MAYBE_COMMITTED
     if status in (408, 429, 502, 503, 504):
         return ErrorKind.TRANSIENT
     if status >= 500:
@@ -166,6 +195,13 @@ class LiteLLMClient:
                 raise ProxyError(
                     ErrorKind.TRANSIENT, f"proxy unreachable at {url}: {exc}"
                 ) from None
+            if exc.kind is ErrorKind.NO_DATABASE:
+                raise ProxyError(
+                    ErrorKind.NO_DATABASE,
+                    f"the proxy at {url} cannot reach its database ({exc}); its route listing "
+                    "would be stale and no write would stick: fix the database, then run again",
+                    exc.status,
+                ) from None
             raise
         db = data.get("db") if isinstance(data, dict) else None
         if db != "connected":
@@ -174,6 +210,21 @@ class LiteLLMClient:
                 f"the proxy at {url} has no database (db: {db}); fleet-sync manages routes "
                 "stored in LiteLLM's database: set DATABASE_URL and store_model_in_db: true",
             )
+
+    def read_version(self, url: str) -> str | None:
+        """The LiteLLM version the proxy at `url` runs, or None when it does not say. Never
+        through /health (it calls every route's upstream): the authenticated
+        /health/readiness/details reports it (1.98-1.110; older releases put it in the public
+        /health/readiness, which newer ones keep to status + db)."""
+        for path in ("/health/readiness/details", "/health/readiness"):
+            try:
+                data = self._send("GET", f"{url}{path}", write=False)
+            except ProxyError:
+                continue  # no such endpoint here, or it failed: the version stays unknown
+            version = data.get("litellm_version") if isinstance(data, dict) else None
+            if isinstance(version, str) and version:
+                return version
+        return None
 
     def list_routes(self, url: str | None = None, consistent_reads: int = 3) -> list[Route]:
         """Every route on one pod, all pages. A listing whose pages disagree (a page shorter than
