@@ -30,6 +30,7 @@ from .cli_common import (
     proxy_options,
     read_fleet,
     read_live,
+    read_release,
 )
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
@@ -160,7 +161,8 @@ def plan(
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_live(client)
-    the_plan = make_plan(fleet, render(fleet), live)
+        release = read_release(client)
+    the_plan = make_plan(fleet, render(fleet), live, release.version)
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:

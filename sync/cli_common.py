@@ -16,6 +16,7 @@ from .plan import Plan, make_plan
 from .problems import FleetError
 from .render import Route, render
 from .report import problems_text
+from .versions import LiteLLMRelease
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 # LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
@@ -113,10 +114,28 @@ def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) ->
         fail(str(exc))
 
 
+def read_release(client: LiteLLMClient) -> LiteLLMRelease:
+    """The LiteLLM the proxy runs: the pod that takes the writes decides what apply can do.
+    A version outside the tested range is a warning, never a refusal."""
+    versions = {url: client.read_version(url) for url in client.urls}
+    release = LiteLLMRelease(versions[client.write_url])
+    if warning := release.warning():
+        click.echo(f"warning: {warning}", err=True)
+    if len(set(versions.values())) > 1:
+        listed = ", ".join(f"{url}: {v or 'unknown'}" for url, v in versions.items())
+        click.echo(
+            f"warning: the proxy pods run different LiteLLM versions ({listed}); apply follows "
+            f"{client.write_url}, which takes the writes",
+            err=True,
+        )
+    return release
+
+
 def current_plan(
     fleet: Fleet, client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT
 ) -> Plan:
-    return make_plan(fleet, render(fleet), read_live(client, settle_timeout))
+    live = read_live(client, settle_timeout)
+    return make_plan(fleet, render(fleet), live, read_release(client).version)
 
 
 def on_github(call: Callable[[], str]) -> None:

@@ -90,6 +90,9 @@ class Plan:
     desired_count: int  # routes fleet.yaml renders
     declared_models: frozenset[str]
     live_groups: tuple[tuple[str, int], ...]  # (model_name, live routes) over all routes
+    # The LiteLLM version the proxy reported (None: unknown). Shown, never hashed: the same
+    # changes against an upgraded proxy are the same plan.
+    litellm_version: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -111,6 +114,7 @@ class Plan:
             "version": 1,
             "fleet": self.fleet,
             "hash": self.hash,
+            "litellm_version": self.litellm_version,
             "summary": {a: len(self.of(a)) for a in ("create", "update", "delete")},
             "changes": self.changes_json(),
             "ignored": [
@@ -184,7 +188,12 @@ def change_json(change: Change) -> dict[str, Any]:
     return out
 
 
-def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> Plan:
+def make_plan(
+    fleet: Fleet,
+    desired: Sequence[Route],
+    live: Sequence[Route],
+    litellm_version: str | None = None,
+) -> Plan:
     desired_ids = {r.id for r in desired}
     live_by_id = {r.id: r for r in live}
     owned: dict[str, Route] = {}
@@ -247,6 +256,7 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
         desired_count=len(desired),
         declared_models=fleet.model_names,
         live_groups=tuple(sorted(groups.items())),
+        litellm_version=litellm_version,
     )
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from .apply import Result
 from .plan import ABSENT, Change, Create, Plan, Update, shown
 from .problems import Problem
+from .versions import LiteLLMRelease
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 COLOUR = {"create": "\033[32m", "update": "\033[33m", "delete": "\033[31m"}
@@ -24,6 +25,17 @@ def to_json(value: Any) -> str:
 def summary(plan: Plan) -> str:
     c, u, d = (len(plan.of(a)) for a in ("create", "update", "delete"))
     return f"+{c} create, ~{u} update, -{d} prune"
+
+
+def litellm_label(plan: Plan) -> str:
+    return f"LiteLLM {plan.litellm_version}" if plan.litellm_version else "LiteLLM version unknown"
+
+
+def _untested_markdown(plan: Plan) -> list[str]:
+    """A known version outside the tested range, said where reviewers read (never a refusal)."""
+    release = LiteLLMRelease(plan.litellm_version)
+    warning = release.warning() if plan.litellm_version else None
+    return [f"> [!WARNING]\n> {warning}\n"] if warning else []
 
 
 def _value(v: Any) -> str:
@@ -54,7 +66,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
     def paint(action: str, text: str) -> str:
         return f"{COLOUR[action]}{text}{RESET}" if colour else text
 
-    out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}"]
+    out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}  {litellm_label(plan)}"]
     if plan.empty:
         out.append("No changes. The proxy matches fleet.yaml.")
     for change in plan.changes:
@@ -81,9 +93,10 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
     out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
+    out += _untested_markdown(plan)
     out += changes_markdown(plan.changes) or ["No changes. The proxy matches fleet.yaml.", ""]
     out += ignored_markdown(plan)
-    out.append(f"<sub>plan hash `{plan.hash}`</sub>")
+    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan)}</sub>")
     return "\n".join(out) + "\n"
 
 
@@ -140,6 +153,7 @@ def pr_markdown(
     """The pull-request view: what this PR changes apart from drift that is already live."""
     out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
+    out += _untested_markdown(plan)
     out += [f"#### This PR changes ({len(this_pr)})", f"<sub>{base_note}</sub>", ""]
     out += changes_markdown(this_pr) or ["Nothing: fleet.yaml changes no route.", ""]
     if drift:
@@ -151,7 +165,7 @@ def pr_markdown(
         ]
         out += changes_markdown(drift)
     out += ignored_markdown(plan)
-    out.append(f"<sub>plan hash `{plan.hash}`</sub>")
+    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan)}</sub>")
     return "\n".join(out) + "\n"
 
 
@@ -195,6 +209,7 @@ def result_json(result: Result) -> dict[str, Any]:
         "version": 1,
         "fleet": result.plan.fleet,
         "hash": result.plan.hash,
+        "litellm_version": result.plan.litellm_version,
         "complete": result.complete,
         "outcomes": [
             {
