@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import datetime
 import os
 import re
 import secrets
@@ -11,6 +12,7 @@ import pytest
 from sync.versions import TESTED
 
 from .fake_github import fake_github  # noqa: F401  (fixture)
+from .matrix_report import VersionResult, table
 from .proxyharness import (
     DEFAULT_VERSION,
     EXTERNAL,
@@ -136,20 +138,30 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Per LiteLLM version: how its tests ended and how long the version took."""
-    counts: dict[str, dict[str, int]] = {}
+    """Per LiteLLM version set up in this run: its tests' outcomes and time, as the README's
+    supported-versions table."""
+    counts: dict[str, dict[str, int]] = {v: {} for v in _TIMES if v != EXTERNAL}
     for nodeid, outcome in _OUTCOMES.items():
         match = re.search(r"litellm-([^\]-]+)", nodeid)
-        if match and match.group(1) in _TIMES:  # a version this run set up
-            by_outcome = counts.setdefault(match.group(1), {})
+        if match and match.group(1) in counts:
+            by_outcome = counts[match.group(1)]
             by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
     if not counts:
         return
-    terminalreporter.section("LiteLLM versions")
-    for version, by_outcome in counts.items():
-        times = _TIMES.get(version, {})
-        summary = ", ".join(f"{n} {outcome}" for outcome, n in sorted(by_outcome.items()))
-        terminalreporter.write_line(
-            f"LiteLLM {version}: {summary}; setup {times.get('setup', 0):.0f}s, "
-            f"start {times.get('start', 0):.0f}s, all its tests {times.get('total', 0):.0f}s"
+    results = [
+        VersionResult(
+            version,
+            by_outcome.get("passed", 0),
+            by_outcome.get("failed", 0),
+            by_outcome.get("skipped", 0),
+            _TIMES[version].get("total", 0.0),
         )
+        for version, by_outcome in counts.items()
+    ]
+    terminalreporter.section("LiteLLM versions")
+    for version, times in _TIMES.items():
+        terminalreporter.write_line(
+            f"LiteLLM {version}: setup {times.get('setup', 0):.0f}s, "
+            f"first proxy start {times.get('start', 0):.0f}s, all {times.get('total', 0):.0f}s"
+        )
+    terminalreporter.write(table(results, datetime.date.today().isoformat()))
