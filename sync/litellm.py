@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import enum
 import json
+import queue
 import random
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,9 +14,14 @@ from typing import Any
 
 import httpx
 
+from .answers import listing_page, parse_json, printable
+from .credentials import strip_userinfo
 from .render import Route, canonical_json
 
 PAGE_SIZE = 200
+# One page of 200 routes is ~1.7 MB (LiteLLM lists ~8.5 KB per route, mostly null cost fields):
+# 16 MiB leaves room for large model_info while a hostile or broken proxy cannot exhaust memory.
+MAX_BODY_BYTES = 16 * 2**20
 
 
 class ErrorKind(enum.Enum):
@@ -27,6 +34,24 @@ class ErrorKind(enum.Enum):
     BAD_RESPONSE = "bad response"  # unparsable or inconsistent answer
 
 
+class AnswerLate(Exception):
+    """No complete answer before the request's deadline."""
+
+
+class AnswerTooLarge(Exception):
+    """The answer grew past MAX_BODY_BYTES."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
 class ProxyError(Exception):
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -35,18 +60,20 @@ class ProxyError(Exception):
 
 
 def error_message(body: str) -> str:
-    """LiteLLM's error text from {"error": {"message": ...}} or {"detail": ...}, else the body."""
+    """LiteLLM's error text from {"error": {"message": ...}} or {"detail": ...}, else the body;
+    short, printable (a hostile answer cannot drive the terminal) and never a traceback."""
     try:
-        data = json.loads(body)
+        data = parse_json(body.encode("utf-8", errors="replace"))
     except ValueError:
-        return body.strip()[:300]
+        return printable(body.strip()[:300])
     if isinstance(data, dict):
         error = data.get("error", data.get("detail"))
         if isinstance(error, dict):
-            return str(error.get("message", error.get("error", error)))[:300]
+            error = error.get("message", error.get("error", error))
         if error is not None:
-            return str(error)[:300]
-    return body.strip()[:300]
+            text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+            return printable(text[:300])
+    return printable(body.strip()[:300])
 
 
 def classify(status: int, body: str, write: bool) -> ErrorKind:
@@ -93,6 +120,7 @@ class LiteLLMClient:
             raise ValueError("at least one proxy URL is needed")
         self.urls = tuple(u.rstrip("/") for u in urls)
         self.retry = retry or Retry()
+        self.timeout = timeout
         self._http = httpx.Client(
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
@@ -121,39 +149,97 @@ class LiteLLMClient:
         for attempt in range(self.retry.attempts):
             if attempt:
                 time.sleep(self.retry.delay(attempt - 1))
+            where = f"{method} {_path(url)}"
+            # A write whose answer is lost or garbled may well have happened: read back first.
+            unsure = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.BAD_RESPONSE
             try:
-                response = self._http.request(method, url, **kwargs)
+                answer = self._exchange(method, url, **kwargs)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 # Nothing was sent: safe to retry, writes included.
                 last = ProxyError(ErrorKind.TRANSIENT, f"cannot connect to {_origin(url)}: {exc}")
                 continue
-            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            except httpx.DecodingError:
+                raise ProxyError(unsure, f"{where}: the answer cannot be decoded") from None
+            except AnswerTooLarge:
+                raise ProxyError(
+                    unsure, f"{where}: the answer is larger than {MAX_BODY_BYTES // 2**20} MiB"
+                ) from None
+            except (AnswerLate, httpx.TimeoutException, httpx.TransportError) as exc:
                 kind = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.TRANSIENT
-                last = ProxyError(
-                    kind, f"{method} {_path(url)}: {type(exc).__name__} {exc}".strip()
+                reason = (
+                    f"no complete answer within {self.timeout:g}s"
+                    if isinstance(exc, AnswerLate | httpx.TimeoutException)
+                    else f"{type(exc).__name__} {printable(str(exc))}".strip()
                 )
+                last = ProxyError(kind, f"{where}: {reason}")
                 if write:
                     raise last from None
                 continue
-            if response.is_success:
+            except httpx.InvalidURL as exc:
+                raise ProxyError(ErrorKind.CLIENT, f"invalid proxy URL: {exc}") from None
+            if 200 <= answer.status < 300:
                 try:
-                    return response.json() if response.content else None
-                except ValueError:
-                    # A write that answered 2xx with garbage may well have happened.
-                    kind = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.BAD_RESPONSE
-                    raise ProxyError(kind, f"{method} {_path(url)}: answer is not JSON") from None
-            kind = classify(response.status_code, response.text, write)
-            message = f"{method} {_path(url)} answered {response.status_code}: "
+                    return parse_json(answer.body)
+                except ValueError as exc:
+                    raise ProxyError(unsure, f"{where}: {exc}") from None
+            text = answer.text
+            kind = classify(answer.status, text, write)
+            message = f"{where} answered {answer.status}: "
             if kind is ErrorKind.AUTH:
                 message = (
-                    f"the proxy at {_origin(url)} refused the admin key ({response.status_code}); "
+                    f"the proxy at {_origin(url)} refused the admin key ({answer.status}); "
                     "check LITELLM_PROXY_API_KEY: "
                 )
-            last = ProxyError(kind, message + error_message(response.text), response.status_code)
+            last = ProxyError(kind, message + error_message(text), answer.status)
             if kind is not ErrorKind.TRANSIENT:
                 raise last
         assert last is not None
         raise last
+
+    def _exchange(self, method: str, url: str, **kwargs: Any) -> Answer:
+        """One request and its whole answer within the deadline (--timeout) and MAX_BODY_BYTES.
+
+        httpx's timeouts bound each network operation, not the request: a body that drips one
+        byte a second never trips them. The request runs on a worker thread the caller stops
+        waiting for at the deadline; the worker stops reading at its next chunk (or at httpx's
+        own timeout while a read stalls) and gives its connection back."""
+        deadline = time.monotonic() + self.timeout
+        outcome: queue.SimpleQueue[Answer | Exception] = queue.SimpleQueue()
+        abandoned = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome.put(self._read(method, url, deadline, abandoned, kwargs))
+            except Exception as exc:  # handed over to the caller, raised there
+                outcome.put(exc)
+
+        threading.Thread(target=work, name="fleet-sync-request", daemon=True).start()
+        try:
+            result = outcome.get(timeout=max(deadline - time.monotonic(), 0.0))
+        except queue.Empty:
+            abandoned.set()
+            raise AnswerLate from None
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _read(
+        self,
+        method: str,
+        url: str,
+        deadline: float,
+        abandoned: threading.Event,
+        kwargs: Mapping[str, Any],
+    ) -> Answer:
+        with self._http.stream(method, url, **kwargs) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():  # decoded: a gzip bomb is capped too
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    raise AnswerTooLarge
+                if abandoned.is_set() or time.monotonic() > deadline:
+                    raise AnswerLate
+            return Answer(response.status_code, bytes(body))
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -164,14 +250,15 @@ class LiteLLMClient:
         except ProxyError as exc:
             if exc.kind is ErrorKind.TRANSIENT:
                 raise ProxyError(
-                    ErrorKind.TRANSIENT, f"proxy unreachable at {url}: {exc}"
+                    ErrorKind.TRANSIENT, f"proxy unreachable at {strip_userinfo(url)}: {exc}"
                 ) from None
             raise
         db = data.get("db") if isinstance(data, dict) else None
         if db != "connected":
             raise ProxyError(
                 ErrorKind.NO_DATABASE,
-                f"the proxy at {url} has no database (db: {db}); fleet-sync manages routes "
+                f"the proxy at {strip_userinfo(url)} has no database (db: "
+                f"{printable(str(db))[:40]}); fleet-sync manages routes "
                 "stored in LiteLLM's database: set DATABASE_URL and store_model_in_db: true",
             )
 
@@ -187,8 +274,8 @@ class LiteLLMClient:
                 return routes
         raise ProxyError(
             ErrorKind.BAD_RESPONSE,
-            f"the route listing of {base} was inconsistent {consistent_reads} times ({problem}); "
-            "refusing to plan from an incomplete read",
+            f"the route listing of {strip_userinfo(base)} was inconsistent {consistent_reads} "
+            f"times ({problem}); refusing to plan from an incomplete read",
         )
 
     def list_agreed(self, settle_timeout: float, poll: float = 1.0) -> list[Route]:
@@ -213,8 +300,10 @@ class LiteLLMClient:
             time.sleep(poll)
 
     def _list_once(self, base: str) -> tuple[list[Route], str]:
+        """All pages once: the routes, or "" replaced by why the pages disagree (read again).
+        An answer of the wrong shape is a ProxyError at once: nothing is planned from it."""
         entries: list[Any] = []
-        page, total, pages = 1, None, 1
+        page, total, pages = 1, -1, 1
         while page <= pages:
             data = self._send(
                 "GET",
@@ -222,14 +311,19 @@ class LiteLLMClient:
                 write=False,
                 params={"page": page, "size": PAGE_SIZE},
             )
-            if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-                return [], f"page {page} has no data list"
-            count = data.get("total_count", len(data["data"]))
-            if total is not None and count != total:
-                return [], f"total_count moved from {total} to {count} between pages"
-            total = count
-            pages = int(data.get("total_pages") or 1)
-            entries.extend(data["data"])
+            try:
+                items, count, page_count = listing_page(data, page, PAGE_SIZE)
+            except ValueError as exc:
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE, f"{exc}; refusing to plan from this answer"
+                ) from None
+            if page > 1 and (count, page_count) != (total, pages):
+                return [], (
+                    f"total_count/total_pages moved from {total}/{pages} to "
+                    f"{count}/{page_count} between pages"
+                )
+            total, pages = count, page_count
+            entries.extend(items)
             page += 1
         routes = [r for r in (parse_route(e) for e in entries) if r is not None]
         ids = [r.id for r in routes]
