@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, gitops
+from . import __version__, gitops, scrub
 from .apply import ApplyAborted, Result, apply_plan
 from .cli_common import (
     CONCURRENCY,
@@ -20,7 +20,9 @@ from .cli_common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     EXIT_REFUSED,
+    MAX_CONCURRENCY,
     Exit,
+    Seconds,
     connect,
     current_plan,
     fail,
@@ -35,6 +37,7 @@ from .fleet import load_fleet
 from .litellm import LiteLLMClient
 from .plan import Plan, make_plan
 from .problems import FleetError, Problem
+from .redaction import plan_json
 from .render import render, render_config
 from .report import (
     plan_markdown,
@@ -54,7 +57,7 @@ def colour() -> bool:
 
 def show_plan(plan: Plan, fmt: str, unsafe: tuple[str, ...] = ()) -> None:
     if fmt == "json":
-        body = plan.to_json()
+        body = plan_json(plan)
         body["refused"] = list(unsafe)
         click.echo(to_json(body), nl=False)
     elif fmt == "markdown":
@@ -86,6 +89,7 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     problems: list[Problem] = []
     valid: list[str] = []
     for path in files:
+        scrub.active().remember_fleet(path, os.environ)
         try:
             fleet = load_fleet(path, str(path))
         except FleetError as exc:
@@ -118,7 +122,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     """Print the LiteLLM config.yaml fragment ({model_list: [...]}) fleet.yaml means."""
     text = render_config(render(read_fleet(fleet_file)))
     if output:
-        output.write_text(text, encoding="utf-8")
+        scrub.write_text(output, text)
     else:
         click.echo(text, nl=False)
 
@@ -164,7 +168,7 @@ def plan(
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
-        out.write_text(to_json(the_plan.to_json()), encoding="utf-8")
+        scrub.write_text(out, to_json(plan_json(the_plan)))
     if github_comment:
         on_github(
             lambda: gitops.comment_plan(fleet_file, the_plan, live, unsafe, base_ref, os.environ)
@@ -186,12 +190,17 @@ def plan(
 @click.option("--dry-run", is_flag=True, help="Print the plan, write nothing.")
 @format_option("text", "json")
 @click.option(
-    "--concurrency", default=CONCURRENCY, show_default=True, help="Parallel writes per stage."
+    "--concurrency",
+    default=CONCURRENCY,
+    show_default=True,
+    type=click.IntRange(1, MAX_CONCURRENCY),
+    help="Parallel writes per stage.",
 )
 @click.option(
     "--confirm-timeout",
     default=CONFIRM_TIMEOUT,
     show_default=True,
+    type=Seconds(),
     metavar="SECONDS",
     help="How long read-back waits for every pod to show the changes (LiteLLM pods "
     "reload from the database every 30 s by default).",
@@ -219,11 +228,13 @@ def apply(
     with connect(proxy_urls, api_key, timeout) as client:
         the_plan = current_plan(fleet, client, confirm_timeout)
         unsafe = refusals(the_plan, fleet.max_prune_percent)
-        if dry_run:
-            show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
-            return
         if saved is not None:
-            check_saved(saved, the_plan)
+            check_saved(saved, the_plan)  # a dry run previews exactly what apply would do
+        if dry_run:
+            show_plan(the_plan, "json" if fmt == "json" else "text", () if force else unsafe)
+            if unsafe and not force:
+                fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
+            return
         if unsafe and not force:
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
             fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
@@ -315,16 +326,23 @@ def drift(
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Every byte written to stdout and stderr, usage errors included, goes through the scrub.
+    with scrub.session():
+        code = run(argv)
+    sys.exit(code)
+
+
+def run(argv: list[str] | None) -> int:
     try:
         cli.main(args=argv, prog_name="fleet-sync", standalone_mode=False)
     except Exit as exc:
-        sys.exit(exc.code)
+        return exc.code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(EXIT_ERROR)
+        return EXIT_ERROR
     except click.ClickException as exc:
         exc.show()
-        sys.exit(EXIT_ERROR)  # usage errors are errors (1), not "changes present" (2)
+        return EXIT_ERROR  # usage errors are errors (1), not "changes present" (2)
     except KeyboardInterrupt:
-        sys.exit(130)
-    sys.exit(EXIT_OK)
+        return 130
+    return EXIT_OK

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -9,6 +10,8 @@ from typing import Any, NoReturn
 
 import click
 
+from . import scrub
+from .credentials import has_userinfo, strip_userinfo
 from .fleet import Fleet, load_fleet
 from .github_config import GitHubError
 from .litellm import LiteLLMClient, ProxyError
@@ -21,6 +24,8 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 # LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
 CONFIRM_TIMEOUT = 40.0
 CONCURRENCY = 4
+MAX_CONCURRENCY = 64  # parallel writes per stage; LiteLLM serialises DB writes anyway
+MAX_SECONDS = 3600.0  # no admin call or read-back is worth waiting an hour for
 
 
 class Exit(Exception):
@@ -76,12 +81,30 @@ def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--timeout",
         default=20.0,
         show_default=True,
+        type=Seconds(min=0, min_open=True),
         metavar="SECONDS",
-        help="Per-request timeout for the proxy's admin API.",
+        help="Deadline of one request to the proxy's admin API, the whole answer read "
+        "(retries of a failed request get their own).",
     )(f)
 
 
+class Seconds(click.FloatRange):
+    """A finite number of seconds in a range (FloatRange lets nan through)."""
+
+    name = "seconds"
+
+    def __init__(self, min: float = 0, max: float = MAX_SECONDS, min_open: bool = False) -> None:
+        super().__init__(min=min, max=max, min_open=min_open)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return seconds
+
+
 def read_fleet(path: Path) -> Fleet:
+    scrub.active().remember_fleet(path, os.environ)
     try:
         return load_fleet(path, str(path))
     except FleetError as exc:
@@ -98,9 +121,16 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
         fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
     if not api_key:
         fail("no admin key given: set LITELLM_PROXY_API_KEY or pass --api-key")
+    scrub.remember(api_key)
     for url in urls:
         if not url.startswith(("http://", "https://")):
-            fail(f"proxy URL {url!r} must start with http:// or https://")
+            fail(f"proxy URL {strip_userinfo(url)!r} must start with http:// or https://")
+        if has_userinfo(url):
+            # httpx would turn user:pass@ into Basic auth in place of the admin key.
+            fail(
+                f"proxy URL {strip_userinfo(url)!r} carries credentials (user:pass@); "
+                "remove them and give the admin key with LITELLM_PROXY_API_KEY or --api-key"
+            )
     return LiteLLMClient(urls, api_key, timeout=timeout)
 
 

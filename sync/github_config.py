@@ -11,6 +11,9 @@ from typing import Any
 
 import httpx
 
+from . import scrub
+from .credentials import has_userinfo, strip_userinfo
+
 DEFAULT_API_URL = "https://api.github.com"
 
 
@@ -68,10 +71,17 @@ class GitHubConfig:
                 "`GITHUB_TOKEN: ${{ github.token }}`) and GITHUB_REPOSITORY (owner/name) "
                 "to post to GitHub."
             )
+        api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
+        if has_userinfo(api_url):
+            # httpx would send user:pass@ as Basic auth in place of the token.
+            raise GitHubError(
+                f"GITHUB_API_URL {strip_userinfo(api_url)!r} carries credentials (user:pass@): "
+                "remove them; the token goes in GITHUB_TOKEN."
+            )
         return cls(
             token=token,
             repository=repository,
-            api_url=(environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+            api_url=api_url,
             event_path=environ.get("GITHUB_EVENT_PATH") or None,
             step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
             sha=environ.get("GITHUB_SHA") or None,
@@ -82,7 +92,7 @@ def write_step_summary(config: GitHubConfig, markdown: str) -> None:
     """Append markdown to the job summary file (GITHUB_STEP_SUMMARY); no-op when unset."""
     if not config.step_summary:
         return
-    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    text = scrub.scrub(markdown if markdown.endswith("\n") else markdown + "\n")
     with open(config.step_summary, "a", encoding="utf-8") as fh:
         fh.write(text)
 

@@ -18,6 +18,7 @@ from .plan import Plan, make_plan, split_by_base
 from .problems import FleetError
 from .render import Route, render
 from .report import plan_markdown, pr_markdown, result_markdown
+from .scrub import scrub
 from .yamlmarks import parse_yaml
 
 
@@ -65,7 +66,7 @@ def comment_plan(
     ref = base_ref or _base_sha(config)
     base, note = base_plan(fleet_file, ref, live) if ref else (None, "no base ref given")
     this_pr, drift = split_by_base(plan, base)
-    body = pr_markdown(plan, this_pr, drift, note, refusals)
+    body = scrub(pr_markdown(plan, this_pr, drift, note, refusals))
     write_step_summary(config, body)
     with GitHubClient(config) as github:
         number = github.pull_request_number()
@@ -87,7 +88,7 @@ def comment_result(result: Result, environ: Mapping[str, str]) -> str:
         posted = []
         for number in numbers:
             note = _reviewed_note(github, number, result.plan)
-            body = result_markdown(result, note)
+            body = scrub(result_markdown(result, note))
             write_step_summary(config, body)
             comment = PlanComment(result.plan.fleet, result.plan.hash, "apply", fit(body))
             posted.append(github.upsert_sticky_comment(number, comment.marker, comment.render()))
@@ -116,7 +117,7 @@ def report_drift(plan: Plan, environ: Mapping[str, str]) -> str:
     config = GitHubConfig.from_env(environ)
     body = None
     if not plan.empty:
-        body = plan_markdown(plan, title=f"Drift in fleet `{plan.fleet}`")
+        body = scrub(plan_markdown(plan, title=f"Drift in fleet `{plan.fleet}`"))
         write_step_summary(config, body)
         body = fit(body, note="the full drift report is in the job summary")
     with GitHubClient(config) as github:

@@ -9,6 +9,7 @@ from typing import Any
 from .apply import Result
 from .plan import ABSENT, Change, Create, Plan, Update, shown
 from .problems import Problem
+from .redaction import Hidden, field_values, without_userinfo
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 COLOUR = {"create": "\033[32m", "update": "\033[33m", "delete": "\033[31m"}
@@ -27,7 +28,9 @@ def summary(plan: Plan) -> str:
 
 
 def _value(v: Any) -> str:
-    return ABSENT if v == ABSENT else json.dumps(v, ensure_ascii=False)
+    if isinstance(v, Hidden) or v == ABSENT:
+        return str(v)
+    return json.dumps(v, ensure_ascii=False)
 
 
 def _label(change: Change) -> str:
@@ -36,15 +39,20 @@ def _label(change: Change) -> str:
 
 
 def _lines(change: Change) -> list[str]:
+    """What a change shows, live values hidden by provenance (sync/redaction.py)."""
     if isinstance(change, Update):
-        return [f"{d.path}: {_value(d.before)} -> {_value(d.after)}" for d in change.diff]
+        lines = []
+        for d in change.diff:
+            before, after = field_values(d.path, d.before, d.after)
+            lines.append(f"{d.path}: {_value(before)} -> {_value(after)}")
+        return lines
     if isinstance(change, Create):
-        params = shown(change.route)["litellm_params"]
+        params = without_userinfo(shown(change.route)["litellm_params"])
         return [f"{k}: {_value(v)}" for k, v in params.items()]
     note = f"reason: {change.reason}"
     if change.replaced_by:
         note += f"; replaced by {change.replaced_by}"
-    return [f"api_base: {_value(change.route.api_base)}", note]
+    return [f"api_base: {_value(without_userinfo(change.route.api_base))}", note]
 
 
 # -- plan: terminal ------------------------------------------------------------------------
