@@ -99,16 +99,23 @@ def field_values(path: str, before: Any, after: Any) -> tuple[Any, Any]:
     return live_value(before, desired, path), without_userinfo(after)
 
 
-def desired_view(change: Change) -> Any:
-    """The desired route as plans show it, MISSING for a prune (fleet.yaml wants nothing)."""
-    return MISSING if isinstance(change, Delete) else shown(change.route)
+def desired_view(change: Change, plan: Plan) -> Any:
+    """The desired route a change's live values are judged against: its own, or for the
+    replacement of an untagged route the tagged route created in its place (it carries the same
+    parameters); MISSING for a prune, where fleet.yaml wants nothing."""
+    if not isinstance(change, Delete):
+        return shown(change.route)
+    for other in plan.changes:
+        if other.id == change.replaced_by and not isinstance(other, Delete):
+            return shown(other.route)
+    return MISSING
 
 
-def change_json(change: Change, body: dict[str, Any]) -> dict[str, Any]:
+def change_json(change: Change, body: dict[str, Any], desired: Any) -> dict[str, Any]:
     """One change of Plan.to_json() with its live values hidden by provenance."""
     out = dict(body)
     if out.get("before") is not None:
-        out["before"] = live_value(out["before"], desired_view(change), "")
+        out["before"] = live_value(out["before"], desired, "")
     if out.get("after") is not None:
         out["after"] = without_userinfo(out["after"])
     diff = []
@@ -123,5 +130,5 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     """Plan.to_json() as every output shows it (stdout, --out, the PR comment)."""
     body = plan.to_json()
     entries = zip(plan.changes, body["changes"], strict=True)
-    body["changes"] = [change_json(change, entry) for change, entry in entries]
+    body["changes"] = [change_json(c, entry, desired_view(c, plan)) for c, entry in entries]
     return body

@@ -33,6 +33,8 @@ UNREACHABLE = "http://127.0.0.1:9"  # the parser must refuse before anything is 
         (["plan", "--timeout", "inf"], "'--timeout': inf is not in the range"),
         (["apply", "--confirm-timeout", "-5"], "'--confirm-timeout': -5.0 is not in the range"),
         (["apply", "--confirm-timeout", "nan"], "'--confirm-timeout': 'nan' is not a finite"),
+        (["apply", "--probe-timeout", "-1"], "'--probe-timeout': -1.0 is not in the range 0<x"),
+        (["plan", "--probe-timeout", "nan"], "'--probe-timeout': 'nan' is not a finite"),
     ],
 )
 def test_option_out_of_range_is_a_usage_error(

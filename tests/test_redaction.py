@@ -181,3 +181,33 @@ def test_session_scrubs_stdout_and_stderr_then_restores_them(
     captured = capsys.readouterr()
     assert captured.out == f"token {MASK}\n"
     assert captured.err == f"other {MASK}\n"
+
+
+def test_a_replaced_route_is_judged_against_its_replacement() -> None:
+    """An untagged route replaced by a tagged copy shows what the copy sets literally (review
+    sees the parameters are the same) and hides what the copy takes from a reference."""
+    fleet = fleet_from_doc(parse_yaml(FLEET, "fleet.yaml"), "fleet.yaml")
+    (desired,) = render(fleet)
+    untagged = {
+        "model_name": "m",
+        "litellm_params": {
+            "model": "hosted_vllm/org/m",
+            "api_base": "http://10.0.0.1:8000/v1",
+            "organization": MASTER,
+            "rpm": 5,
+            "region": "eu-hand-set",
+        },
+        "model_info": {"id": "portal-1"},
+    }
+    route = parse_route(untagged)
+    assert route is not None
+    plan = make_plan(fleet, [desired], [route])
+    delete = plan_json(plan)["changes"][1]
+    assert delete["replaced_by"] == desired.id
+    assert delete["before"]["litellm_params"] == {
+        "api_base": "http://10.0.0.1:8000/v1",
+        "model": "hosted_vllm/org/m",
+        "organization": hidden_reference(REF),
+        "region": HIDDEN_UNSET,
+        "rpm": 5,
+    }
