@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from . import scrub
-from .cli_common import connect, fail, fleet_option, proxy_options, read_fleet, read_live
+from .cli_common import connect, fail, fleet_option, read_fleet, read_live, read_proxy_options
 from .cli_health import gate_plan, health_options
 from .plan import make_plan
 from .problems import FleetError
@@ -75,7 +75,7 @@ def set_host(
 @click.argument("model")
 @click.argument("host")
 @fleet_option
-@proxy_options
+@read_proxy_options
 @click.option(
     "--base",
     envvar="GITHUB_REF_NAME",
@@ -159,7 +159,7 @@ def propose(
 
 
 @click.command(name="import")
-@proxy_options
+@read_proxy_options
 @click.option(
     "-o",
     "--output",

@@ -28,7 +28,12 @@ MASK = "***"
 # them in plans.
 MIN_SECRET_LENGTH = 6
 # Environment variables that hold this run's credentials whatever fleet.yaml says.
-CREDENTIAL_VARIABLES = ("LITELLM_PROXY_API_KEY", "LITELLM_MASTER_KEY", "GITHUB_TOKEN")
+CREDENTIAL_VARIABLES = (
+    "LITELLM_PROXY_API_KEY",
+    "LITELLM_PROXY_READ_API_KEY",
+    "LITELLM_MASTER_KEY",
+    "GITHUB_TOKEN",
+)
 FLEET_READ_LIMIT = 1024 * 1024  # fleet.yaml larger than this is refused by the loader anyway
 
 

@@ -128,7 +128,9 @@ def test_no_secret_in_any_output_of_any_command(
         summary = tmp_path / "summary.md"
         env = {k: v for k, v in proxy.env().items() if k != "DATABASE_URL"}
         env.update(github.env(GITHUB_EVENT_PATH=str(event), GITHUB_STEP_SUMMARY=str(summary)))
+        reports = tmp_path / "reports"  # the full reports the workflow uploads as an artifact
         env.update({UPSTREAM_VARIABLE: UPSTREAM_KEY, "GITHUB_SHA": "f00d"})
+        env["FLEET_SYNC_REPORT_DIR"] = str(reports)
         out = Outputs()
         f = ["-f", str(fleet)]
         quick = ["--timeout", "10", "--confirm-timeout", "2"]
@@ -195,6 +197,9 @@ def test_no_secret_in_any_output_of_any_command(
 
         out.add("config.yaml", (tmp_path / "config.yaml").read_text())
         out.add("job summary", summary.read_text())
+        artifacts = sorted(reports.iterdir())
+        for path in artifacts:
+            out.add(f"artifact {path.name}", path.read_text())
         with github.lock:
             received = [c.json for c in github.calls if c.json is not None]
             stored = [c["body"] for c in github.comments.values()]
@@ -227,3 +232,4 @@ def test_no_secret_in_any_output_of_any_command(
     assert any(c.method == "POST" and "/issues" in c.path for c in github.calls)
     assert github.comments_on(pr), "no comment was posted"
     assert os.path.getsize(summary) > 0
+    assert {p.suffix for p in artifacts} == {".md", ".json"}
