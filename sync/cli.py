@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, gitops
+from . import __version__, gitops, scrub
 from .apply import ApplyAborted, Result, apply_plan
 from .cli_common import (
     CONCURRENCY,
@@ -20,7 +20,10 @@ from .cli_common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     EXIT_REFUSED,
+    MAX_CONCURRENCY,
     Exit,
+    Seconds,
+    check_can_write,
     connect,
     current_plan,
     fail,
@@ -30,12 +33,18 @@ from .cli_common import (
     proxy_options,
     read_fleet,
     read_live,
+    read_proxy_options,
     read_release,
+    write_key,
 )
+from .cli_health import gate_plan, health_options, verify_result
+from .cli_hosts import import_command, propose, set_host
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
 from .plan import Plan, make_plan
+from .probe import PROBE_TIMEOUT
 from .problems import FleetError, Problem
+from .redaction import plan_json
 from .render import render, render_config
 from .report import (
     plan_markdown,
@@ -46,6 +55,7 @@ from .report import (
     result_text,
     to_json,
 )
+from .report_health import verify_text
 from .safety import refusals
 
 
@@ -55,7 +65,7 @@ def colour() -> bool:
 
 def show_plan(plan: Plan, fmt: str, unsafe: tuple[str, ...] = ()) -> None:
     if fmt == "json":
-        body = plan.to_json()
+        body = plan_json(plan)
         body["refused"] = list(unsafe)
         click.echo(to_json(body), nl=False)
     elif fmt == "markdown":
@@ -87,6 +97,7 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     problems: list[Problem] = []
     valid: list[str] = []
     for path in files:
+        scrub.active().remember_fleet(path, os.environ)
         try:
             fleet = load_fleet(path, str(path))
         except FleetError as exc:
@@ -119,14 +130,14 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     """Print the LiteLLM config.yaml fragment ({model_list: [...]}) fleet.yaml means."""
     text = render_config(render(read_fleet(fleet_file)))
     if output:
-        output.write_text(text, encoding="utf-8")
+        scrub.write_text(output, text)
     else:
         click.echo(text, nl=False)
 
 
 @cli.command()
 @fleet_option
-@proxy_options
+@read_proxy_options
 @format_option("text", "markdown", "json")
 @click.option(
     "--out",
@@ -146,6 +157,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     help="What 'this PR changes' is measured against (default: the event's base sha; the "
     "merge base with HEAD is used).",
 )
+@health_options
 def plan(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -156,17 +168,26 @@ def plan(
     detailed_exitcode: bool,
     github_comment: bool,
     base_ref: str | None,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_live(client)
         release = read_release(client)
-    the_plan = make_plan(fleet, render(fleet), live, release.version)
+    the_plan = gate_plan(
+        fleet,
+        make_plan(fleet, render(fleet), live, release.version),
+        probe,
+        require_healthy,
+        probe_timeout,
+    )
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
-        out.write_text(to_json(the_plan.to_json()), encoding="utf-8")
+        scrub.write_text(out, to_json(plan_json(the_plan)))
     if github_comment:
         on_github(
             lambda: gitops.comment_plan(fleet_file, the_plan, live, unsafe, base_ref, os.environ)
@@ -188,12 +209,17 @@ def plan(
 @click.option("--dry-run", is_flag=True, help="Print the plan, write nothing.")
 @format_option("text", "json")
 @click.option(
-    "--concurrency", default=CONCURRENCY, show_default=True, help="Parallel writes per stage."
+    "--concurrency",
+    default=CONCURRENCY,
+    show_default=True,
+    type=click.IntRange(1, MAX_CONCURRENCY),
+    help="Parallel writes per stage.",
 )
 @click.option(
     "--confirm-timeout",
     default=CONFIRM_TIMEOUT,
     show_default=True,
+    type=Seconds(),
     metavar="SECONDS",
     help="How long read-back waits for every pod to show the changes (LiteLLM pods "
     "reload from the database every 30 s by default).",
@@ -202,6 +228,13 @@ def plan(
     "--github-comment",
     is_flag=True,
     help="Post the result on the pull request merged as GITHUB_SHA.",
+)
+@health_options
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="After apply, send one max_tokens=1 chat request per changed model group through the "
+    "proxy and report which host answered; a failed one exits 4.",
 )
 def apply(
     fleet_file: Path,
@@ -215,35 +248,58 @@ def apply(
     concurrency: int,
     confirm_timeout: float,
     github_comment: bool,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
+    verify: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client, confirm_timeout)
+        the_plan = gate_plan(
+            fleet,
+            current_plan(fleet, client, confirm_timeout),
+            probe,
+            require_healthy,
+            probe_timeout,
+        )
         unsafe = refusals(the_plan, fleet.max_prune_percent)
-        if dry_run:
-            show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
-            return
         if saved is not None:
-            check_saved(saved, the_plan)
+            check_saved(saved, the_plan)  # a dry run previews exactly what apply would do
+        if dry_run:
+            show_plan(the_plan, "json" if fmt == "json" else "text", () if force else unsafe)
+            if unsafe and not force:
+                fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
+            return
         if unsafe and not force:
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
             fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
         if the_plan.empty:
             result = Result(the_plan, ())
         else:
+            check_can_write(client)
             if fmt == "text":
                 show_plan(the_plan, "text")
             result = run_apply(the_plan, client, concurrency, confirm_timeout)
+    # api_key is set: connect() refuses to run without it.
+    verified = (
+        verify_result(result, fleet, client.write_url, api_key or "", timeout) if verify else ()
+    )
     if fmt == "json":
-        click.echo(to_json(result_json(result)), nl=False)
-    elif the_plan.empty:
-        click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
+        body = result_json(result)
+        if verify:
+            body["verify"] = [v.as_dict() for v in verified]
+        click.echo(to_json(body), nl=False)
     else:
-        click.echo(result_text(result), nl=False)
+        if the_plan.empty:
+            click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
+        else:
+            click.echo(result_text(result), nl=False)
+        if verify:
+            click.echo(verify_text(verified, client.write_url), nl=False)
     if github_comment:
-        on_github(lambda: gitops.comment_result(result, os.environ))
-    if not result.complete:
+        on_github(lambda: gitops.comment_result(result, os.environ, verified))
+    if not result.complete or not all(v.ok for v in verified):
         raise Exit(EXIT_INCOMPLETE)
 
 
@@ -275,14 +331,18 @@ def check_saved(saved: Path, live_plan: Plan) -> None:
 
 @cli.command()
 @fleet_option
-@proxy_options
+@read_proxy_options
 @format_option("text", "markdown", "json")
 @click.option(
     "--github-issue",
     is_flag=True,
     help="Open or update one drift issue per fleet (label fleet-drift); close it once clean.",
 )
-@click.option("--fix", is_flag=True, help="Self-heal: apply when there is drift (safety applies).")
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Self-heal: apply when there is drift (safety applies; needs LITELLM_PROXY_API_KEY).",
+)
 def drift(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -295,8 +355,9 @@ def drift(
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
     fleet = read_fleet(fleet_file)
     code = EXIT_OK
-    with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client)
+    with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
+        # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
+        the_plan = gate_plan(fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT)
         show_plan(the_plan, fmt)
         if fix and not the_plan.empty:
             unsafe = refusals(the_plan, fleet.max_prune_percent)
@@ -304,10 +365,13 @@ def drift(
                 click.echo("error: --fix refused: " + " | ".join(unsafe), err=True)
                 code = EXIT_REFUSED
             else:
+                check_can_write(client)
                 result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
-                the_plan = current_plan(fleet, client)
+                the_plan = gate_plan(
+                    fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT
+                )
     if github_issue:
         on_github(lambda: gitops.report_drift(the_plan, os.environ))
     if code != EXIT_OK:
@@ -316,17 +380,28 @@ def drift(
         raise Exit(EXIT_CHANGES)
 
 
+for _command in (set_host, propose, import_command):
+    cli.add_command(_command)
+
+
 def main(argv: list[str] | None = None) -> None:
+    # Every byte written to stdout and stderr, usage errors included, goes through the scrub.
+    with scrub.session():
+        code = run(argv)
+    sys.exit(code)
+
+
+def run(argv: list[str] | None) -> int:
     try:
         cli.main(args=argv, prog_name="fleet-sync", standalone_mode=False)
     except Exit as exc:
-        sys.exit(exc.code)
+        return exc.code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(EXIT_ERROR)
+        return EXIT_ERROR
     except click.ClickException as exc:
         exc.show()
-        sys.exit(EXIT_ERROR)  # usage errors are errors (1), not "changes present" (2)
+        return EXIT_ERROR  # usage errors are errors (1), not "changes present" (2)
     except KeyboardInterrupt:
-        sys.exit(130)
-    sys.exit(EXIT_OK)
+        return 130
+    return EXIT_OK

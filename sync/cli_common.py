@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -9,6 +10,9 @@ from typing import Any, NoReturn
 
 import click
 
+from . import scrub
+from .access import changed_by, write_refusal
+from .credentials import has_userinfo, strip_userinfo
 from .fleet import Fleet, load_fleet
 from .github_config import GitHubError
 from .litellm import LiteLLMClient, ProxyError
@@ -22,6 +26,8 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 # LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
 CONFIRM_TIMEOUT = 40.0
 CONCURRENCY = 4
+MAX_CONCURRENCY = 64  # parallel writes per stage; LiteLLM serialises DB writes anyway
+MAX_SECONDS = 3600.0  # no admin call or read-back is worth waiting an hour for
 
 
 class Exit(Exception):
@@ -57,7 +63,7 @@ def format_option(*choices: str, help: str | None = None) -> Callable[..., Any]:
     )
 
 
-def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def proxy_options(f: Callable[..., Any], read_only: bool = False) -> Callable[..., Any]:
     f = click.option(
         "--proxy-url",
         "proxy_urls",
@@ -68,21 +74,49 @@ def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
     f = click.option(
         "--api-key",
-        envvar="LITELLM_PROXY_API_KEY",
+        # Reading needs no write right: a proxy_admin_viewer key is enough (and safer in CI).
+        envvar=["LITELLM_PROXY_READ_API_KEY", "LITELLM_PROXY_API_KEY"]
+        if read_only
+        else "LITELLM_PROXY_API_KEY",
         show_envvar=True,
         metavar="KEY",
-        help="Admin key of the proxy (never printed).",
+        help="Key of the proxy (never printed); a read-only proxy_admin_viewer key is enough."
+        if read_only
+        else "Admin key of the proxy (never printed).",
     )(f)
     return click.option(
         "--timeout",
         default=20.0,
         show_default=True,
+        type=Seconds(min=0, min_open=True),
         metavar="SECONDS",
-        help="Per-request timeout for the proxy's admin API.",
+        help="Deadline of one request to the proxy's admin API, the whole answer read "
+        "(retries of a failed request get their own).",
     )(f)
 
 
+class Seconds(click.FloatRange):
+    """A finite number of seconds in a range (FloatRange lets nan through)."""
+
+    name = "seconds"
+
+    def __init__(self, min: float = 0, max: float = MAX_SECONDS, min_open: bool = False) -> None:
+        super().__init__(min=min, max=max, min_open=min_open)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return seconds
+
+
+def read_proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """proxy_options of a command that only reads: LITELLM_PROXY_READ_API_KEY comes first."""
+    return proxy_options(f, read_only=True)
+
+
 def read_fleet(path: Path) -> Fleet:
+    scrub.active().remember_fleet(path, os.environ)
     try:
         return load_fleet(path, str(path))
     except FleetError as exc:
@@ -98,11 +132,37 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
     if not urls:
         fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
     if not api_key:
-        fail("no admin key given: set LITELLM_PROXY_API_KEY or pass --api-key")
+        fail(
+            "no admin key given: set LITELLM_PROXY_API_KEY (plan and drift also take "
+            "LITELLM_PROXY_READ_API_KEY) or pass --api-key"
+        )
+    scrub.remember(api_key)
     for url in urls:
         if not url.startswith(("http://", "https://")):
-            fail(f"proxy URL {url!r} must start with http:// or https://")
-    return LiteLLMClient(urls, api_key, timeout=timeout)
+            fail(f"proxy URL {strip_userinfo(url)!r} must start with http:// or https://")
+        if has_userinfo(url):
+            # httpx would turn user:pass@ into Basic auth in place of the admin key.
+            fail(
+                f"proxy URL {strip_userinfo(url)!r} carries credentials (user:pass@); "
+                "remove them and give the admin key with LITELLM_PROXY_API_KEY or --api-key"
+            )
+    return LiteLLMClient(urls, api_key, timeout=timeout, changed_by_header=changed_by(os.environ))
+
+
+def write_key(api_key: str | None) -> str | None:
+    """The key for a command that writes: --api-key as given, else LITELLM_PROXY_API_KEY, never
+    the read-only key a read_proxy_options command took from the environment."""
+    source = click.get_current_context().get_parameter_source("api_key")
+    if source is click.core.ParameterSource.COMMANDLINE:
+        return api_key
+    return os.environ.get("LITELLM_PROXY_API_KEY") or api_key
+
+
+def check_can_write(client: LiteLLMClient) -> None:
+    """Stop before the first write when the key's role cannot write: nothing is half-done."""
+    refusal = write_refusal(client.key_role())
+    if refusal:
+        fail(refusal)
 
 
 def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:

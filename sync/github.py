@@ -19,6 +19,7 @@ from typing import Any, Literal, Self
 
 import httpx
 
+from . import scrub
 from .comment import GITHUB_COMMENT_LIMIT
 from .github_config import (
     GitHubConfig,
@@ -153,7 +154,7 @@ class GitHubClient:
         _check_length(body)
         attempts = self._retries + 1
         for attempt in range(attempts):
-            existing = self._find_comment(pr_number, marker)
+            existing = self.find_comment(pr_number, marker)
             if existing is not None:
                 if existing.get("body") == body:
                     return _comment_ref(existing, "unchanged")
@@ -171,7 +172,8 @@ class GitHubClient:
                 self._sleep(self._backoff * (2**attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _find_comment(self, pr_number: int, marker: str) -> JSON | None:
+    def find_comment(self, pr_number: int, marker: str) -> JSON | None:
+        """The comment carrying ``marker`` (ours first, then one quoting it), or None."""
         matches = [c for c in self.list_comments(pr_number) if marker in str(c.get("body") or "")]
         # Prefer a comment that starts with the marker (ours) over one quoting it.
         matches.sort(key=lambda c: (not str(c.get("body") or "").startswith(marker), c["id"]))
@@ -288,7 +290,11 @@ class GitHubClient:
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                response = self._http.request(method, url, params=params, json=json_body)
+                # The last scrub of what GitHub receives (comments and issues are public to
+                # the repository): the run's secrets and user:pass@ of addresses.
+                response = self._http.request(
+                    method, url, params=params, json=scrub.active().value(json_body)
+                )
             except httpx.TransportError as exc:
                 not_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
                 if (idempotent or not_sent) and not last:
@@ -338,7 +344,7 @@ class GitHubClient:
 
     def _redact(self, text: str) -> str:
         token = self.config.token
-        return text.replace(token, "***") if token else text
+        return scrub.scrub(text.replace(token, "***") if token else text)
 
 
 def _check_length(body: str) -> None:

@@ -1,10 +1,11 @@
-"""LiteLLM admin API client: paged listing, create, patch, delete; error classes; retries."""
+"""LiteLLM admin API client: paged listing, create, patch, delete; retries. What its answers mean
+is in litellm_errors.py."""
 
 from __future__ import annotations
 
-import enum
-import json
+import queue
 import random
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -12,88 +13,37 @@ from typing import Any
 
 import httpx
 
+from .access import CHANGED_BY_HEADER, READ_ONLY, changed_by
+from .answers import listing_page, parse_json, printable
+from .credentials import strip_userinfo
+from .litellm_errors import ErrorKind as ErrorKind
+from .litellm_errors import ProxyError as ProxyError
+from .litellm_errors import classify as classify
+from .litellm_errors import error_message as error_message
 from .render import Route, canonical_json
 
 PAGE_SIZE = 200
+# One page of 200 routes is ~1.7 MB (LiteLLM lists ~8.5 KB per route, mostly null cost fields):
+# 16 MiB leaves room for large model_info while a hostile or broken proxy cannot exhaust memory.
+MAX_BODY_BYTES = 16 * 2**20
 
 
-class ErrorKind(enum.Enum):
-    TRANSIENT = "transient"  # connect error, timeout on read, 429, 502/503/504: retry
-    MAYBE_COMMITTED = "maybe committed"  # a write answered 500 / timed out: read back first
-    NOT_FOUND = "not found"
-    CLIENT = "client error"  # other 4xx: this change fails, others go on
-    AUTH = "auth"  # 401/403: nothing will work
-    NO_DATABASE = "no database"
-    BAD_RESPONSE = "bad response"  # unparsable or inconsistent answer
+class AnswerLate(Exception):
+    """No complete answer before the request's deadline."""
 
 
-class ProxyError(Exception):
-    def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
+class AnswerTooLarge(Exception):
+    """The answer grew past MAX_BODY_BYTES."""
 
 
-def _json(body: str) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        return None
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
 
-
-def error_message(body: str) -> str:
-    """LiteLLM's error text from {"error": {"message": ...}} or {"detail": ...}; a readiness
-    answer as its database state; else the body."""
-    data = _json(body)
-    if isinstance(data, dict):
-        error = data.get("error", data.get("detail"))
-        if isinstance(error, dict):
-            return str(error.get("message", error.get("error", error)))[:300]
-        if error is not None:
-            return str(error)[:300]
-        if "db" in data:
-            return f"db: {data['db']}"
-    return body.strip()[:300]
-
-
-def _error_type(body: str) -> str:
-    data = _json(body)
-    error = data.get("error") if isinstance(data, dict) else None
-    return str(error.get("type", "")) if isinstance(error, dict) else ""
-
-
-def _database_down(body: str) -> bool:
-    """A readiness answer whose database is configured but not reachable ("disconnected")."""
-    data = _json(body)
-    return isinstance(data, dict) and data.get("db") not in (None, "connected")
-
-
-def classify(status: int, body: str, write: bool) -> ErrorKind:
-    """Error class of an HTTP answer (pure, so it is tested on plain data: tests/cases/litellm
-    holds what each tested LiteLLM version really answers)."""
-    text = error_message(body).lower()
-    if status in (401, 403):
-        return ErrorKind.AUTH
-    if "no db connected" in text or "db not connected" in text or "database not connected" in text:
-        return ErrorKind.NO_DATABASE
-    if status == 503 and (_error_type(body) == "no_db_connection" or _database_down(body)):
-        # 1.109+ answers a write 503 "no_db_connection" when its database is unreachable; every
-        # version's readiness answers 503 {"db": "disconnected"}. Nothing will work: stop.
-        return ErrorKind.NO_DATABASE
-    if status == 404 or (400 <= status < 500 and "not found" in text):
-        return ErrorKind.NOT_FOUND
-    if write and status == 400 and text.startswith("authentication error"):
-        # Up to 1.108, /model/new and /model/delete wrap ANY exception, including one raised
-        # after the row was written, as 400 "Authentication Error, ..." (a refused key is 401):
-        # read back before deciding. 1.109+ keeps the real status.
-        return ErrorKind.MAYBE_COMMITTED
-    if status in (408, 429, 502, 503, 504):
-        return ErrorKind.TRANSIENT
-    if status >= 500:
-        # A 500 after a write may mean the row was written ("saved to the database, but ...")
-        # or that the id already exists ("Failed to add model to db"): read back, never guess.
-        return ErrorKind.MAYBE_COMMITTED if write else ErrorKind.TRANSIENT
-    return ErrorKind.CLIENT
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -117,11 +67,15 @@ class LiteLLMClient:
         timeout: float = 20.0,
         retry: Retry | None = None,
         transport: httpx.BaseTransport | None = None,
+        changed_by_header: str | None = None,
     ) -> None:
         if not urls:
             raise ValueError("at least one proxy URL is needed")
         self.urls = tuple(u.rstrip("/") for u in urls)
         self.retry = retry or Retry()
+        self.timeout = timeout
+        # Sent on writes only: LiteLLM's audit trail names who changed a route.
+        self._write_headers = {CHANGED_BY_HEADER: changed_by_header or changed_by({})}
         self._http = httpx.Client(
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
@@ -147,42 +101,107 @@ class LiteLLMClient:
     def _send(self, method: str, url: str, write: bool, **kwargs: Any) -> Any:
         """One request with retries for transient errors; returns parsed JSON."""
         last: ProxyError | None = None
+        if write:
+            kwargs["headers"] = self._write_headers
         for attempt in range(self.retry.attempts):
             if attempt:
                 time.sleep(self.retry.delay(attempt - 1))
+            where = f"{method} {_path(url)}"
+            # A write whose answer is lost or garbled may well have happened: read back first.
+            unsure = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.BAD_RESPONSE
             try:
-                response = self._http.request(method, url, **kwargs)
+                answer = self._exchange(method, url, **kwargs)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 # Nothing was sent: safe to retry, writes included.
                 last = ProxyError(ErrorKind.TRANSIENT, f"cannot connect to {_origin(url)}: {exc}")
                 continue
-            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            except httpx.DecodingError:
+                raise ProxyError(unsure, f"{where}: the answer cannot be decoded") from None
+            except AnswerTooLarge:
+                raise ProxyError(
+                    unsure, f"{where}: the answer is larger than {MAX_BODY_BYTES // 2**20} MiB"
+                ) from None
+            except (AnswerLate, httpx.TimeoutException, httpx.TransportError) as exc:
                 kind = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.TRANSIENT
-                last = ProxyError(
-                    kind, f"{method} {_path(url)}: {type(exc).__name__} {exc}".strip()
+                reason = (
+                    f"no complete answer within {self.timeout:g}s"
+                    if isinstance(exc, AnswerLate | httpx.TimeoutException)
+                    else f"{type(exc).__name__} {printable(str(exc))}".strip()
                 )
+                last = ProxyError(kind, f"{where}: {reason}")
                 if write:
                     raise last from None
                 continue
-            if response.is_success:
+            except httpx.InvalidURL as exc:
+                raise ProxyError(ErrorKind.CLIENT, f"invalid proxy URL: {exc}") from None
+            if 200 <= answer.status < 300:
                 try:
-                    return response.json() if response.content else None
-                except ValueError:
-                    # A write that answered 2xx with garbage may well have happened.
-                    kind = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.BAD_RESPONSE
-                    raise ProxyError(kind, f"{method} {_path(url)}: answer is not JSON") from None
-            kind = classify(response.status_code, response.text, write)
-            message = f"{method} {_path(url)} answered {response.status_code}: "
-            if kind is ErrorKind.AUTH:
+                    return parse_json(answer.body)
+                except ValueError as exc:
+                    raise ProxyError(unsure, f"{where}: {exc}") from None
+            text = answer.text
+            kind = classify(answer.status, text, write)
+            message = f"{where} answered {answer.status}: "
+            if kind is ErrorKind.AUTH and write and answer.status == 403:
                 message = (
-                    f"the proxy at {_origin(url)} refused the admin key ({response.status_code}); "
+                    f"{READ_ONLY}: the proxy at {_origin(url)} answered 403 to {where}; "
+                    "apply needs a proxy_admin key in LITELLM_PROXY_API_KEY: "
+                )
+            elif kind is ErrorKind.AUTH:
+                message = (
+                    f"the proxy at {_origin(url)} refused the admin key ({answer.status}); "
                     "check LITELLM_PROXY_API_KEY: "
                 )
-            last = ProxyError(kind, message + error_message(response.text), response.status_code)
+            last = ProxyError(kind, message + error_message(text), answer.status)
             if kind is not ErrorKind.TRANSIENT:
                 raise last
         assert last is not None
         raise last
+
+    def _exchange(self, method: str, url: str, **kwargs: Any) -> Answer:
+        """One request and its whole answer within the deadline (--timeout) and MAX_BODY_BYTES.
+
+        httpx's timeouts bound each network operation, not the request: a body that drips one
+        byte a second never trips them. The request runs on a worker thread the caller stops
+        waiting for at the deadline; the worker stops reading at its next chunk (or at httpx's
+        own timeout while a read stalls) and gives its connection back."""
+        deadline = time.monotonic() + self.timeout
+        outcome: queue.SimpleQueue[Answer | Exception] = queue.SimpleQueue()
+        abandoned = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome.put(self._read(method, url, deadline, abandoned, kwargs))
+            except Exception as exc:  # handed over to the caller, raised there
+                outcome.put(exc)
+
+        threading.Thread(target=work, name="fleet-sync-request", daemon=True).start()
+        try:
+            result = outcome.get(timeout=max(deadline - time.monotonic(), 0.0))
+        except queue.Empty:
+            abandoned.set()
+            raise AnswerLate from None
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _read(
+        self,
+        method: str,
+        url: str,
+        deadline: float,
+        abandoned: threading.Event,
+        kwargs: Mapping[str, Any],
+    ) -> Answer:
+        with self._http.stream(method, url, **kwargs) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():  # decoded: a gzip bomb is capped too
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    raise AnswerTooLarge
+                if abandoned.is_set() or time.monotonic() > deadline:
+                    raise AnswerLate
+            return Answer(response.status_code, bytes(body))
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -193,13 +212,14 @@ class LiteLLMClient:
         except ProxyError as exc:
             if exc.kind is ErrorKind.TRANSIENT:
                 raise ProxyError(
-                    ErrorKind.TRANSIENT, f"proxy unreachable at {url}: {exc}"
+                    ErrorKind.TRANSIENT, f"proxy unreachable at {strip_userinfo(url)}: {exc}"
                 ) from None
             if exc.kind is ErrorKind.NO_DATABASE:
                 raise ProxyError(
                     ErrorKind.NO_DATABASE,
-                    f"the proxy at {url} cannot reach its database ({exc}); its route listing "
-                    "would be stale and no write would stick: fix the database, then run again",
+                    f"the proxy at {strip_userinfo(url)} cannot reach its database ({exc}); its "
+                    "route listing would be stale and no write would stick: fix the database, "
+                    "then run again",
                     exc.status,
                 ) from None
             raise
@@ -207,7 +227,8 @@ class LiteLLMClient:
         if db != "connected":
             raise ProxyError(
                 ErrorKind.NO_DATABASE,
-                f"the proxy at {url} has no database (db: {db}); fleet-sync manages routes "
+                f"the proxy at {strip_userinfo(url)} has no database (db: "
+                f"{printable(str(db))[:40]}); fleet-sync manages routes "
                 "stored in LiteLLM's database: set DATABASE_URL and store_model_in_db: true",
             )
 
@@ -223,8 +244,26 @@ class LiteLLMClient:
                 continue  # no such endpoint here, or it failed: the version stays unknown
             version = data.get("litellm_version") if isinstance(data, dict) else None
             if isinstance(version, str) and version:
-                return version
+                return printable(version)[:40]  # it is printed: no terminal control from a proxy
         return None
+
+    def key_role(self) -> str | None:
+        """The user role of the key in use (proxy_admin_viewer, ...), or None when the proxy does
+        not say: the master key has no key row, and a proxy may refuse either lookup."""
+        try:
+            key = self._send("GET", f"{self.write_url}/key/info", write=False)
+            info = key.get("info") if isinstance(key, dict) else None
+            user_id = info.get("user_id") if isinstance(info, dict) else None
+            if not isinstance(user_id, str) or not user_id:
+                return None
+            user = self._send(
+                "GET", f"{self.write_url}/user/info", write=False, params={"user_id": user_id}
+            )
+        except ProxyError:
+            return None  # not knowing is no reason to stop: a refused write still says why
+        row = user.get("user_info") if isinstance(user, dict) else None
+        role = row.get("user_role") if isinstance(row, dict) else None
+        return role if isinstance(role, str) else None
 
     def list_routes(self, url: str | None = None, consistent_reads: int = 3) -> list[Route]:
         """Every route on one pod, all pages. A listing whose pages disagree (a page shorter than
@@ -238,8 +277,8 @@ class LiteLLMClient:
                 return routes
         raise ProxyError(
             ErrorKind.BAD_RESPONSE,
-            f"the route listing of {base} was inconsistent {consistent_reads} times ({problem}); "
-            "refusing to plan from an incomplete read",
+            f"the route listing of {strip_userinfo(base)} was inconsistent {consistent_reads} "
+            f"times ({problem}); refusing to plan from an incomplete read",
         )
 
     def list_agreed(self, settle_timeout: float, poll: float = 1.0) -> list[Route]:
@@ -264,8 +303,10 @@ class LiteLLMClient:
             time.sleep(poll)
 
     def _list_once(self, base: str) -> tuple[list[Route], str]:
+        """All pages once: the routes, or "" replaced by why the pages disagree (read again).
+        An answer of the wrong shape is a ProxyError at once: nothing is planned from it."""
         entries: list[Any] = []
-        page, total, pages = 1, None, 1
+        page, total, pages = 1, -1, 1
         while page <= pages:
             data = self._send(
                 "GET",
@@ -273,14 +314,19 @@ class LiteLLMClient:
                 write=False,
                 params={"page": page, "size": PAGE_SIZE},
             )
-            if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-                return [], f"page {page} has no data list"
-            count = data.get("total_count", len(data["data"]))
-            if total is not None and count != total:
-                return [], f"total_count moved from {total} to {count} between pages"
-            total = count
-            pages = int(data.get("total_pages") or 1)
-            entries.extend(data["data"])
+            try:
+                items, count, page_count = listing_page(data, page, PAGE_SIZE)
+            except ValueError as exc:
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE, f"{exc}; refusing to plan from this answer"
+                ) from None
+            if page > 1 and (count, page_count) != (total, pages):
+                return [], (
+                    f"total_count/total_pages moved from {total}/{pages} to "
+                    f"{count}/{page_count} between pages"
+                )
+            total, pages = count, page_count
+            entries.extend(items)
             page += 1
         routes = [r for r in (parse_route(e) for e in entries) if r is not None]
         ids = [r.id for r in routes]

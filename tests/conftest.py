@@ -126,9 +126,21 @@ def fleet_name(request: pytest.FixtureRequest) -> str:
 
 
 _OUTCOMES: dict[str, str] = {}  # nodeid -> passed / failed / skipped, for the summary
+_MATRIX_IDS: set[str] = set()
+_MATRIX_SECONDS: dict[str, float] = {}  # version -> its matrix tests' setup + call + teardown
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    _MATRIX_IDS.update(i.nodeid for i in items if i.get_closest_marker(MATRIX) is not None)
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.nodeid not in _MATRIX_IDS:
+        return
+    match = re.search(r"litellm-([^\]-]+)", report.nodeid)
+    if match:
+        version = match.group(1)
+        _MATRIX_SECONDS[version] = _MATRIX_SECONDS.get(version, 0.0) + report.duration
     if report.failed:
         _OUTCOMES[report.nodeid] = "failed"
     elif report.skipped:
@@ -138,15 +150,15 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Per LiteLLM version set up in this run: its tests' outcomes and time, as the README's
-    supported-versions table."""
+    """Per LiteLLM version set up in this run: its matrix tests' outcomes and time (proxy starts
+    included), as the README's supported-versions table."""
     counts: dict[str, dict[str, int]] = {v: {} for v in _TIMES if v != EXTERNAL}
     for nodeid, outcome in _OUTCOMES.items():
         match = re.search(r"litellm-([^\]-]+)", nodeid)
         if match and match.group(1) in counts:
             by_outcome = counts[match.group(1)]
             by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
-    if not counts:
+    if not _TIMES:
         return
     results = [
         VersionResult(
@@ -154,9 +166,10 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             by_outcome.get("passed", 0),
             by_outcome.get("failed", 0),
             by_outcome.get("skipped", 0),
-            _TIMES[version].get("total", 0.0),
+            _MATRIX_SECONDS.get(version, 0.0),
         )
         for version, by_outcome in counts.items()
+        if by_outcome
     ]
     terminalreporter.section("LiteLLM versions")
     for version, times in _TIMES.items():
@@ -164,4 +177,5 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"LiteLLM {version}: setup {times.get('setup', 0):.0f}s, "
             f"first proxy start {times.get('start', 0):.0f}s, all {times.get('total', 0):.0f}s"
         )
-    terminalreporter.write(table(results, datetime.date.today().isoformat()))
+    if results:
+        terminalreporter.write(table(results, datetime.date.today().isoformat()))

@@ -16,7 +16,7 @@ class VersionResult:
     passed: int
     failed: int
     skipped: int
-    seconds: float  # from installing the version (cached: ~0 s) to its last proxy stopped
+    seconds: float  # its matrix tests, proxy starts included
 
     @property
     def tests(self) -> int:
