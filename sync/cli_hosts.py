@@ -187,7 +187,7 @@ def import_command(
     Then `fleet-sync plan` shows each untagged route replaced by a tagged copy, nothing else.
     """
     from .fleet import fleet_from_doc
-    from .importer import import_fleet
+    from .importer import import_fleet, placeholder_warning
     from .yamlmarks import parse_yaml
 
     if output is not None and output.exists():
@@ -209,12 +209,10 @@ def import_command(
         click.echo(imported.text, nl=False)
     else:
         scrub.write_text(output, imported.text)  # a file bound for git: the final scrub
-    for name in imported.placeholders:
-        click.echo(
-            f"warning: set {name} in the proxy's environment before apply: LiteLLM hid this "
-            "credential, fleet.yaml now refers to it as os.environ/" + name,
-            err=True,
-        )
+    for placeholder in imported.placeholders:
+        click.echo(f"warning: {placeholder_warning(placeholder)}", err=True)
+    for note in imported.notes:
+        click.echo(f"warning: {note}", err=True)
     click.echo(
         "warning: LiteLLM never returns api_key: if these hosts need one, add "
         "api_key: os.environ/NAME to fleet.yaml before apply",
