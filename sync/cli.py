@@ -30,10 +30,12 @@ from .cli_common import (
     proxy_options,
     read_fleet,
     read_live,
+    take_over_option,
+    with_source,
 )
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
-from .plan import Plan, make_plan
+from .plan import Plan
 from .problems import FleetError, Problem
 from .render import render, render_config
 from .report import (
@@ -145,6 +147,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     help="What 'this PR changes' is measured against (default: the event's base sha; the "
     "merge base with HEAD is used).",
 )
+@take_over_option
 def plan(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -155,19 +158,27 @@ def plan(
     detailed_exitcode: bool,
     github_comment: bool,
     base_ref: str | None,
+    take_over: bool,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
-        live = read_live(client)
-    the_plan = make_plan(fleet, render(fleet), live)
+        live = read_live(client, fleet, take_over)
+    the_plan = live.plan(fleet, take_over)
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
         out.write_text(to_json(the_plan.to_json()), encoding="utf-8")
     if github_comment:
         on_github(
-            lambda: gitops.comment_plan(fleet_file, the_plan, live, unsafe, base_ref, os.environ)
+            lambda: gitops.comment_plan(
+                fleet_file,
+                the_plan,
+                lambda base: live.plan(with_source(base, fleet_file, os.environ), take_over),
+                unsafe,
+                base_ref,
+                os.environ,
+            )
         )
     if detailed_exitcode and not the_plan.empty:
         raise Exit(EXIT_CHANGES)
@@ -201,6 +212,7 @@ def plan(
     is_flag=True,
     help="Post the result on the pull request merged as GITHUB_SHA.",
 )
+@take_over_option
 def apply(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -213,11 +225,12 @@ def apply(
     concurrency: int,
     confirm_timeout: float,
     github_comment: bool,
+    take_over: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client, confirm_timeout)
+        the_plan = current_plan(fleet, client, confirm_timeout, take_over)
         unsafe = refusals(the_plan, fleet.max_prune_percent)
         if dry_run:
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
@@ -241,6 +254,12 @@ def apply(
         click.echo(result_text(result), nl=False)
     if github_comment:
         on_github(lambda: gitops.comment_result(result, os.environ))
+    if the_plan.conflicts:
+        click.echo(
+            f"error: {len(the_plan.conflicts)} host(s) have no route: their ids are held by "
+            "routes this fleet does not own (left alone; see the plan's conflicts)",
+            err=True,
+        )
     if not result.complete:
         raise Exit(EXIT_INCOMPLETE)
 
@@ -291,7 +310,7 @@ def drift(
     fix: bool,
 ) -> None:
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     code = EXIT_OK
     with connect(proxy_urls, api_key, timeout) as client:
         the_plan = current_plan(fleet, client)

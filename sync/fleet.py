@@ -63,6 +63,9 @@ class Fleet:
     defaults: Defaults
     max_prune_percent: float
     models: tuple[Model, ...]
+    # The repository that writes this fleet's routes (tag fleet_sync_source): fleet.yaml's
+    # source:, else what the command line resolves (GITHUB_REPOSITORY, the git remote).
+    source: str | None = None
 
     @property
     def model_names(self) -> frozenset[str]:
@@ -177,6 +180,13 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
     elif kind == "pattern" and last == "fleet":
         yield Problem(
             file, *at, f"fleet: {error.instance!r} must be 1-63 lowercase letters, digits or dashes"
+        )
+    elif kind == "pattern" and last == "source" and len(path) == 1:
+        yield Problem(
+            file,
+            *at,
+            f"source: {error.instance!r} must name a repository like my-org/llm-fleet "
+            "(letters, digits and ._:/@-, at most 200)",
         )
     elif kind == "pattern" and last == "name":
         yield Problem(
@@ -372,4 +382,5 @@ def _build(data: dict[str, Any]) -> Fleet:
         defaults=defaults,
         max_prune_percent=float(safety.get("max_prune_percent", DEFAULT_MAX_PRUNE_PERCENT)),
         models=models,
+        source=data.get("source"),
     )

@@ -5,7 +5,7 @@ has been printed, so nothing is lost."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from .apply import Result
@@ -14,9 +14,8 @@ from .fleet import Fleet, fleet_from_doc
 from .github import GitHubClient
 from .github_config import GitHubConfig, GitHubError, write_step_summary
 from .gitref import GitRefError, file_at, merge_base
-from .plan import Plan, make_plan, split_by_base
+from .plan import Plan, split_by_base
 from .problems import FleetError
-from .render import Route, render
 from .report import plan_markdown, pr_markdown, result_markdown
 from .yamlmarks import parse_yaml
 
@@ -32,8 +31,11 @@ def _base_sha(config: GitHubConfig) -> str | None:
     return sha if isinstance(sha, str) else None
 
 
-def base_plan(fleet_file: Path, ref: str, live: Sequence[Route]) -> tuple[Plan | None, str]:
-    """The plan fleet.yaml at the merge base would make against today's live routes."""
+def base_plan(
+    fleet_file: Path, ref: str, plan_for: Callable[[Fleet], Plan]
+) -> tuple[Plan | None, str]:
+    """The plan fleet.yaml at the merge base would make against today's live routes
+    (`plan_for` plans a fleet against them the way the head's plan was made)."""
     try:
         base = merge_base(fleet_file.resolve().parent, ref)
         text = file_at(fleet_file, base)
@@ -48,22 +50,20 @@ def base_plan(fleet_file: Path, ref: str, live: Sequence[Route]) -> tuple[Plan |
             None,
             f"fleet.yaml at the merge base {base[:12]} is invalid: every change is this PR's",
         )
-    return make_plan(
-        fleet, render(fleet), live
-    ), f"compared with fleet.yaml at the merge base {base[:12]}"
+    return plan_for(fleet), f"compared with fleet.yaml at the merge base {base[:12]}"
 
 
 def comment_plan(
     fleet_file: Path,
     plan: Plan,
-    live: Sequence[Route],
+    plan_for: Callable[[Fleet], Plan],
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
 ) -> str:
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
-    base, note = base_plan(fleet_file, ref, live) if ref else (None, "no base ref given")
+    base, note = base_plan(fleet_file, ref, plan_for) if ref else (None, "no base ref given")
     this_pr, drift = split_by_base(plan, base)
     body = pr_markdown(plan, this_pr, drift, note, refusals)
     write_step_summary(config, body)

@@ -1,7 +1,9 @@
-"""gitpython at the edge: fleet.yaml as it was at a ref, and the merge base of a pull request."""
+"""gitpython at the edge: fleet.yaml as it was at a ref, the merge base of a pull request, and
+the repository fleet.yaml belongs to."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import git
@@ -44,3 +46,20 @@ def file_at(path: Path, ref: str) -> str | None:
         raise GitRefError(f"unknown git ref {ref!r}") from exc
     data: bytes = blob.data_stream.read()
     return data.decode("utf-8", errors="replace")
+
+
+# owner/name at the end of a remote URL: https://host/owner/name(.git), git@host:owner/name.git,
+# ssh://git@host[:port]/owner/name.git
+_REMOTE_REPOSITORY = re.compile(r"[:/]([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
+def repository_of(path: Path) -> str | None:
+    """owner/name of the `origin` remote of the repository holding `path` (what
+    GITHUB_REPOSITORY says for the same repository in GitHub Actions), or None."""
+    try:
+        repo = _repo(path.resolve().parent)
+        urls = list(repo.remote("origin").urls)
+    except (GitRefError, ValueError, git.GitCommandError):
+        return None
+    match = _REMOTE_REPOSITORY.search(urls[0]) if urls else None
+    return match.group(1) if match else None

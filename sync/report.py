@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .apply import Result
-from .plan import ABSENT, Change, Create, Plan, Update, shown
+from .plan import ABSENT, Change, Conflict, Create, Plan, Update, shown
 from .problems import Problem
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
@@ -35,16 +35,30 @@ def _label(change: Change) -> str:
     return f"{change.model_name}{host} ({change.id})"
 
 
+NOT_LISTED = "not listed by the router: LiteLLM stored this route but serves nothing from it"
+
+
 def _lines(change: Change) -> list[str]:
     if isinstance(change, Update):
-        return [f"{d.path}: {_value(d.before)} -> {_value(d.after)}" for d in change.diff]
+        head = [f"{NOT_LISTED}; sent again"] if not change.listed else []
+        return head + [f"{d.path}: {_value(d.before)} -> {_value(d.after)}" for d in change.diff]
     if isinstance(change, Create):
         params = shown(change.route)["litellm_params"]
         return [f"{k}: {_value(v)}" for k, v in params.items()]
     note = f"reason: {change.reason}"
     if change.replaced_by:
         note += f"; replaced by {change.replaced_by}"
-    return [f"api_base: {_value(change.route.api_base)}", note]
+    lines = [f"api_base: {_value(change.route.api_base)}", note]
+    return lines if change.listed else [*lines, NOT_LISTED]
+
+
+def _conflict(conflict: Conflict) -> str:
+    held = conflict.held_by
+    return (
+        f"{conflict.desired.model_name} host={conflict.desired.host} ({conflict.id}): held by a "
+        f"route of {held.model_name} this fleet does not own ({conflict.reason}); left alone, "
+        "this host has no route"
+    )
 
 
 # -- plan: terminal ------------------------------------------------------------------------
@@ -62,6 +76,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
             paint(change.action, f"{SYMBOL[change.action]} {change.action} {_label(change)}")
         )
         out += [f"    {line}" for line in _lines(change)]
+    out += [paint("delete", f"! conflict {_conflict(c)}") for c in plan.conflicts]
     if plan.ignored:
         out.append(
             f"{DIM if colour else ''}ignored ({len(plan.ignored)}):{RESET if colour else ''}"
@@ -81,10 +96,19 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
     out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
-    out += changes_markdown(plan.changes) or ["No changes. The proxy matches fleet.yaml.", ""]
+    out += conflicts_markdown(plan)
+    out += changes_markdown(plan.changes)
+    out += ["No changes. The proxy matches fleet.yaml.", ""] if plan.empty else []
     out += ignored_markdown(plan)
     out.append(f"<sub>plan hash `{plan.hash}`</sub>")
     return "\n".join(out) + "\n"
+
+
+def conflicts_markdown(plan: Plan) -> list[str]:
+    if not plan.conflicts:
+        return []
+    head = f"#### Conflicts ({len(plan.conflicts)}): ids held by routes this fleet does not own"
+    return [head, "", *(f"- {_conflict(c)}" for c in plan.conflicts), ""]
 
 
 def ignored_markdown(plan: Plan) -> list[str]:
@@ -140,6 +164,7 @@ def pr_markdown(
     """The pull-request view: what this PR changes apart from drift that is already live."""
     out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
+    out += conflicts_markdown(plan)
     out += [f"#### This PR changes ({len(this_pr)})", f"<sub>{base_note}</sub>", ""]
     out += changes_markdown(this_pr) or ["Nothing: fleet.yaml changes no route.", ""]
     if drift:
@@ -196,6 +221,7 @@ def result_json(result: Result) -> dict[str, Any]:
         "fleet": result.plan.fleet,
         "hash": result.plan.hash,
         "complete": result.complete,
+        "conflicts": [c.as_dict() for c in result.plan.conflicts],
         "outcomes": [
             {
                 "action": o.change.action,
