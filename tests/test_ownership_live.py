@@ -14,6 +14,7 @@ import yaml
 from sync.litellm import LiteLLMClient
 from sync.render import route_id
 
+from .faultproxy import Fault, FaultProxy
 from .proxyharness import Proxy, Run, fleet_sync, write_fleet
 
 OLD = "http://216.243.220.245:16643/v1"
@@ -104,6 +105,29 @@ def test_unknown_provider_create_fails_keeps_the_route_and_shows_in_the_next_pla
     assert proxy.ids(model) == [route_id(fleet_name, model, "b")]
     assert not stored(proxy, rid)
     assert plan_json(fleet, env(proxy))[0] == 0
+
+
+def test_a_create_the_router_never_lists_blocks_its_groups_deletes(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """A create answered 200 that the router does not list (older LiteLLM releases answer 200
+    where 1.108.7 answers 500; here the answer comes from a proxy in between and the write never
+    lands) must not let the group's replaced route go: deletes wait for the listing."""
+    model = f"{fleet_name}-m"
+    portal = hand_route(proxy, model, OLD)
+    fleet = tmp_path / "fleet.yaml"
+    write_fleet(fleet, fleet_name, {model: {"hosts": {"a": OLD}}}, owns="model_groups")
+    with FaultProxy(proxy.url) as fp:
+        fp.add_rule("POST", "/model/new", Fault.status(200, b'{"model_id": "x"}'), times=None)
+        environ = {**env(proxy), "LITELLM_PROXY_URL": fp.url, "LITELLM_PROXY_URLS": fp.url}
+        done = run(
+            ["apply", "-f", str(fleet), "--format", "json", "--confirm-timeout", "2"], environ
+        )
+        assert fp.requests("POST", "/model/delete") == []
+    assert done.code == 4, done.out + done.err
+    statuses = {o["action"]: o["status"] for o in json.loads(done.out)["outcomes"]}
+    assert statuses == {"create": "unconfirmed", "delete": "skipped"}
+    assert proxy.ids(model) == [portal]
 
 
 def test_route_of_another_group_holding_our_id_is_a_conflict(

@@ -72,9 +72,11 @@ def describe(change: Change) -> list[str]:
     if not isinstance(change, Update):
         return [head]
     listed = [] if change.listed else [f"{head} not listed"]
-    return [head, *listed] + [f"{head} {d.path}" for d in change.diff] + [
-        f"{head} {d.path}: {d.before} -> {d.after}" for d in change.diff
-    ]
+    return (
+        [head, *listed]
+        + [f"{head} {d.path}" for d in change.diff]
+        + [f"{head} {d.path}: {d.before} -> {d.after}" for d in change.diff]
+    )
 
 
 def plan_for(case: dict[str, Any]) -> tuple[Plan, float]:
@@ -83,7 +85,8 @@ def plan_for(case: dict[str, Any]) -> tuple[Plan, float]:
     if case.get("source") and not fleet.source:
         fleet = replace(fleet, source=case["source"])
     desired = {r.id: r for r in render(fleet)}
-    listed, unlisted = [], []
+    listed: list[Route] = []
+    unlisted: list[Route] = []
     for spec in case["live"]:
         route = parse_route(live_entry(spec, desired))
         if route is not None:
