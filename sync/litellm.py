@@ -7,6 +7,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -276,11 +277,14 @@ class LiteLLMClient:
         `?model=G&search=G` answers the router's routes of G plus the database rows of G the
         router does not hold; that search is LiteLLM's only read of such rows."""
         base = url or self.write_url
-        rows: dict[str, Route] = {}
-        for name in sorted(set(model_names)):
-            for route in self._group_rows(base, {"model": name, "search": name}):
-                if route.model_name == name:  # search matches parts of names too
-                    rows.setdefault(route.id, route)
+        names = sorted(set(model_names))
+        with ThreadPoolExecutor(max_workers=4) as pool:  # one small read per model group
+            groups = pool.map(lambda n: self._group_rows(base, {"model": n, "search": n}), names)
+            rows: dict[str, Route] = {}
+            for name, routes in zip(names, groups, strict=True):
+                for route in routes:
+                    if route.model_name == name:  # search matches parts of names too
+                        rows.setdefault(route.id, route)
         return list(rows.values())
 
     def _group_rows(self, base: str, params: Mapping[str, str]) -> list[Route]:

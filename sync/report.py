@@ -190,6 +190,7 @@ def result_text(result: Result) -> str:
     ]
     for o in result.outcomes:
         out.append(f"  {o.status:<11} {o.change.action} {_label(o.change)}: {o.detail}")
+    out += [f"  {'conflict':<11} {_conflict(c)}" for c in result.plan.conflicts]
     return "\n".join(out) + "\n"
 
 
@@ -211,6 +212,7 @@ def result_markdown(result: Result, note: str = "") -> str:
                 f"| {STATUS_ICON[o.status]} {o.status} | {o.change.action} | "
                 f"`{o.change.model_name}` | {o.change.host or ''} | {detail} |"
             )
+    out += ["", *conflicts_markdown(result.plan)] if result.plan.conflicts else []
     out += ["", f"<sub>plan hash `{result.plan.hash}`</sub>"]
     return "\n".join(out) + "\n"
 
