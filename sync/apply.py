@@ -39,8 +39,13 @@ class Result:
 
     @property
     def complete(self) -> bool:
-        """Every change confirmed, and no desired route left without one by a conflict."""
-        return all(o.status == "done" for o in self.outcomes) and not self.plan.conflicts
+        """Every change confirmed, none withheld for want of a serving host, and no desired
+        route left without one by a conflict."""
+        return (
+            all(o.status == "done" for o in self.outcomes)
+            and not self.plan.withheld
+            and not self.plan.conflicts
+        )
 
     def count(self, status: Status) -> int:
         return sum(1 for o in self.outcomes if o.status == status)

@@ -33,9 +33,12 @@ from .cli_common import (
     take_over_option,
     with_source,
 )
+from .cli_health import gate_plan, health_options, verify_result
+from .cli_hosts import import_command, propose, set_host
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
 from .plan import Plan
+from .probe import PROBE_TIMEOUT
 from .problems import FleetError, Problem
 from .render import render, render_config
 from .report import (
@@ -47,6 +50,7 @@ from .report import (
     result_text,
     to_json,
 )
+from .report_health import verify_text
 from .safety import refusals
 
 
@@ -147,6 +151,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     help="What 'this PR changes' is measured against (default: the event's base sha; the "
     "merge base with HEAD is used).",
 )
+@health_options
 @take_over_option
 def plan(
     fleet_file: Path,
@@ -159,12 +164,15 @@ def plan(
     github_comment: bool,
     base_ref: str | None,
     take_over: bool,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_live(client, fleet, take_over)
-    the_plan = live.plan(fleet, take_over)
+    the_plan = gate_plan(fleet, live.plan(fleet, take_over), probe, require_healthy, probe_timeout)
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
@@ -212,6 +220,13 @@ def plan(
     is_flag=True,
     help="Post the result on the pull request merged as GITHUB_SHA.",
 )
+@health_options
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="After apply, send one max_tokens=1 chat request per changed model group through the "
+    "proxy and report which host answered; a failed one exits 4.",
+)
 @take_over_option
 def apply(
     fleet_file: Path,
@@ -226,11 +241,21 @@ def apply(
     confirm_timeout: float,
     github_comment: bool,
     take_over: bool,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
+    verify: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client, confirm_timeout, take_over)
+        the_plan = gate_plan(
+            fleet,
+            current_plan(fleet, client, confirm_timeout, take_over),
+            probe,
+            require_healthy,
+            probe_timeout,
+        )
         unsafe = refusals(the_plan, fleet.max_prune_percent)
         if dry_run:
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
@@ -246,21 +271,31 @@ def apply(
             if fmt == "text":
                 show_plan(the_plan, "text")
             result = run_apply(the_plan, client, concurrency, confirm_timeout)
+    # api_key is set: connect() refuses to run without it.
+    verified = (
+        verify_result(result, fleet, client.write_url, api_key or "", timeout) if verify else ()
+    )
     if fmt == "json":
-        click.echo(to_json(result_json(result)), nl=False)
-    elif the_plan.empty:
-        click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
+        body = result_json(result)
+        if verify:
+            body["verify"] = [v.as_dict() for v in verified]
+        click.echo(to_json(body), nl=False)
     else:
-        click.echo(result_text(result), nl=False)
+        if the_plan.empty:
+            click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
+        else:
+            click.echo(result_text(result), nl=False)
+        if verify:
+            click.echo(verify_text(verified, client.write_url), nl=False)
     if github_comment:
-        on_github(lambda: gitops.comment_result(result, os.environ))
+        on_github(lambda: gitops.comment_result(result, os.environ, verified))
     if the_plan.conflicts:
         click.echo(
             f"error: {len(the_plan.conflicts)} host(s) have no route: their ids are held by "
             "routes this fleet does not own (left alone; see the plan's conflicts)",
             err=True,
         )
-    if not result.complete:
+    if not result.complete or not all(v.ok for v in verified):
         raise Exit(EXIT_INCOMPLETE)
 
 
@@ -313,7 +348,8 @@ def drift(
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     code = EXIT_OK
     with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client)
+        # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
+        the_plan = gate_plan(fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT)
         show_plan(the_plan, fmt)
         if fix and not the_plan.empty:
             unsafe = refusals(the_plan, fleet.max_prune_percent)
@@ -324,13 +360,19 @@ def drift(
                 result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
-                the_plan = current_plan(fleet, client)
+                the_plan = gate_plan(
+                    fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT
+                )
     if github_issue:
         on_github(lambda: gitops.report_drift(the_plan, os.environ))
     if code != EXIT_OK:
         raise Exit(code)
     if not the_plan.empty:
         raise Exit(EXIT_CHANGES)
+
+
+for _command in (set_host, propose, import_command):
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -142,6 +142,16 @@ class LiveState:
         return make_plan(fleet, render(fleet), self.listed, self.unlisted, take_over)
 
 
+def read_routes(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
+    """Every route the router lists, once all pods list the same (for reads that plan nothing)."""
+    try:
+        for url in client.urls:
+            client.check_ready(url)
+        return client.list_agreed(settle_timeout)
+    except ProxyError as exc:
+        fail(str(exc))
+
+
 def read_live(
     client: LiteLLMClient,
     fleet: Fleet,

@@ -63,9 +63,14 @@ class Fleet:
     defaults: Defaults
     max_prune_percent: float
     models: tuple[Model, ...]
+    health: str | None = None  # "probe" | "require": probe hosts on every plan and apply
     # The repository that writes this fleet's routes (tag fleet_sync_source): fleet.yaml's
     # source:, else what the command line resolves (GITHUB_REPOSITORY, the git remote).
     source: str | None = None
+
+    @property
+    def requires_health(self) -> bool:
+        return self.health == "require"
 
     @property
     def model_names(self) -> frozenset[str]:
@@ -382,5 +387,6 @@ def _build(data: dict[str, Any]) -> Fleet:
         defaults=defaults,
         max_prune_percent=float(safety.get("max_prune_percent", DEFAULT_MAX_PRUNE_PERCENT)),
         models=models,
+        health=data.get("health"),
         source=data.get("source"),
     )

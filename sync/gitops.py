@@ -14,6 +14,7 @@ from .fleet import Fleet, fleet_from_doc
 from .github import GitHubClient
 from .github_config import GitHubConfig, GitHubError, write_step_summary
 from .gitref import GitRefError, file_at, merge_base
+from .health import Verified
 from .plan import Plan, split_by_base
 from .problems import FleetError
 from .report import plan_markdown, pr_markdown, result_markdown
@@ -60,7 +61,10 @@ def comment_plan(
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
+    pr_number: int | None = None,
 ) -> str:
+    """pr_number: the pull request to comment on when the event is not a pull_request one
+    (the host-moved workflow opens the PR itself); default: the event's."""
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
     base, note = base_plan(fleet_file, ref, plan_for) if ref else (None, "no base ref given")
@@ -68,7 +72,7 @@ def comment_plan(
     body = pr_markdown(plan, this_pr, drift, note, refusals)
     write_step_summary(config, body)
     with GitHubClient(config) as github:
-        number = github.pull_request_number()
+        number = pr_number or github.pull_request_number()
         if number is None:
             raise GitHubError(
                 "GITHUB_EVENT_PATH holds no pull_request: run this on pull_request events"
@@ -78,7 +82,9 @@ def comment_plan(
     return f"plan comment {ref_.action} on pull request #{number}: {ref_.url}"
 
 
-def comment_result(result: Result, environ: Mapping[str, str]) -> str:
+def comment_result(
+    result: Result, environ: Mapping[str, str], verified: Sequence[Verified] = ()
+) -> str:
     config = GitHubConfig.from_env(environ)
     if not config.sha:
         raise GitHubError("GITHUB_SHA is not set: cannot find the merged pull request")
@@ -87,12 +93,12 @@ def comment_result(result: Result, environ: Mapping[str, str]) -> str:
         posted = []
         for number in numbers:
             note = _reviewed_note(github, number, result.plan)
-            body = result_markdown(result, note)
+            body = result_markdown(result, note, verified)
             write_step_summary(config, body)
             comment = PlanComment(result.plan.fleet, result.plan.hash, "apply", fit(body))
             posted.append(github.upsert_sticky_comment(number, comment.marker, comment.render()))
     if not numbers:
-        write_step_summary(config, result_markdown(result))
+        write_step_summary(config, result_markdown(result, verified=verified))
         return f"no pull request is associated with {config.sha[:12]}; result in the job summary"
     return "; ".join(f"apply result {c.action}: {c.url}" for c in posted)
 

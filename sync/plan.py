@@ -11,6 +11,7 @@ from typing import Any, Literal
 from deepdiff import DeepDiff
 
 from .fleet import Fleet, normalise_address
+from .health import HostHealth
 from .normalise import clean_info, clean_params
 from .ownership import claim
 from .render import Route, canonical_json
@@ -113,6 +114,14 @@ class Conflict:
 
 
 @dataclass(frozen=True)
+class Withheld:
+    """A change held back because its host does not serve (health: require); not applied."""
+
+    change: Change
+    reason: str
+
+
+@dataclass(frozen=True)
 class Plan:
     fleet: str
     changes: tuple[Change, ...]
@@ -121,12 +130,15 @@ class Plan:
     desired_count: int  # routes fleet.yaml renders
     declared_models: frozenset[str]
     live_groups: tuple[tuple[str, int], ...]  # (model_name, routes the router lists), all routes
+    # Set by healthgate.gate when hosts were probed: changes holds only what apply may write.
+    withheld: tuple[Withheld, ...] = ()
+    health: tuple[HostHealth, ...] | None = None  # None: not probed
     conflicts: tuple[Conflict, ...] = ()
 
     @property
     def empty(self) -> bool:
         """Nothing to do and nothing in the way: a conflict is never "matches"."""
-        return not self.changes and not self.conflicts
+        return not self.changes and not self.withheld and not self.conflicts
 
     @property
     def agreement(self) -> str:
@@ -134,6 +146,9 @@ class Plan:
         hash) and the route counts the safety rules read, never unrelated routes."""
         declared = [g for g in self.live_groups if g[0] in self.declared_models]
         return canonical_json([self.hash, self.owned_live, declared])
+
+    def health_of(self, route_id: str) -> HostHealth | None:
+        return next((h for h in self.health or () if h.route_id == route_id), None)
 
     def of(self, action: str) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.action == action)
@@ -155,13 +170,24 @@ class Plan:
             "fleet": self.fleet,
             "hash": self.hash,
             "summary": {a: len(self.of(a)) for a in ("create", "update", "delete")},
-            "changes": self.changes_json(),
+            "changes": [self._with_health(c, change_json(c)) for c in self.changes],
             "conflicts": [c.as_dict() for c in self.conflicts],
             "ignored": [
                 {"id": i.route.id, "model_name": i.route.model_name, "reason": i.reason}
                 for i in self.ignored
             ],
+            "withheld": [
+                {**self._with_health(w.change, change_json(w.change)), "withheld": w.reason}
+                for w in self.withheld
+            ],
+            "health": None if self.health is None else [h.as_dict() for h in self.health],
         }
+
+    def _with_health(self, change: Change, body: dict[str, Any]) -> dict[str, Any]:
+        """A change's JSON with its host's probe result (outside the hash: a probe is not a
+        change, and a host that flaps must not make a reviewed plan stale)."""
+        health = None if isinstance(change, Delete) else self.health_of(change.id)
+        return {**body, "health": health.as_dict()} if health else body
 
 
 def view(route: Route, info_keys: Iterable[str] | None = None) -> dict[str, Any]:
