@@ -174,11 +174,15 @@ def _matches(live: Route | None, desired: Route) -> bool:
     return live is not None and not diff(live, desired)
 
 
-def _not_served(route: Route, exc: ProxyError, client: LiteLLMClient) -> _NotServed | None:
-    """After a write LiteLLM answered with an error: the route is stored but the router that
-    answered (it reloads before answering) does not list it. LiteLLM's answer is the reason.
-    Without an answer (a timeout) the write may still be running: read-back decides."""
-    if exc.status is None or client.find_stored(route.id) is None:
+# LiteLLM's answer when the router of the pod that took the write reloaded and does not serve
+# what it stored: "Model create was saved to the database, but the model id(s) [...] are not
+# live in this pod's router ...". Any other 500 (the id already exists, say) says nothing
+# about serving: the pod may simply not have reloaded yet, so read-back decides.
+SAVED_NOT_SERVED = "saved to the database, but"
+
+
+def _not_served(exc: ProxyError) -> _NotServed | None:
+    if SAVED_NOT_SERVED not in str(exc):
         return None
     return _NotServed(f"stored by LiteLLM but not listed by its router: {exc}")
 
@@ -196,12 +200,18 @@ def _create(route: Route, client: LiteLLMClient) -> str:
             live = client.find_route(route.id, route.model_name)
             if _matches(live, route):
                 return f"created ({exc.status or 'no answer'} answered; read back: listed)"
-            if live is not None:
-                client.update(route)
-                return "id existed; updated to the desired state"
-            if (not_served := _not_served(route, exc, client)) is not None:
+            stored = live or client.find_stored(route.id)
+            if stored is None:
+                note = f"re-sent after an ambiguous answer ({exc})"
+                continue
+            if live is None and (not_served := _not_served(exc)) is not None:
                 raise not_served from None
-            note = f"re-sent after an ambiguous answer ({exc})"
+            if _matches(stored, route):
+                # Stored as wanted; this pod's router has not loaded it yet (another pod
+                # wrote it, say). The listing decides, and the group's deletes wait for it.
+                return f"stored ({exc.status or 'no answer'} answered); waiting for the router"
+            client.update(route)
+            return "id existed; updated to the desired state"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
@@ -220,7 +230,7 @@ def _update(change: Update, client: LiteLLMClient) -> str:
             live = client.find_route(route.id, route.model_name)
             if _matches(live, route):
                 return f"updated ({exc.status or 'no answer'} answered; read back: listed)"
-            if live is None and (not_served := _not_served(route, exc, client)) is not None:
+            if live is None and (not_served := _not_served(exc)) is not None:
                 raise not_served from None
             continue  # PATCH carries the full desired state, so sending it again is safe
         kept = [k for k in remove if k in (stored.get("litellm_params") or {})]
