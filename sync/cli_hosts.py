@@ -13,9 +13,9 @@ from .cli_common import (
     connect,
     fail,
     fleet_option,
-    proxy_options,
     read_fleet,
     read_live,
+    read_proxy_options,
     read_routes,
     with_source,
 )
@@ -81,7 +81,7 @@ def set_host(
 @click.argument("model")
 @click.argument("host")
 @fleet_option
-@proxy_options
+@read_proxy_options
 @click.option(
     "--base",
     envvar="GITHUB_REF_NAME",
@@ -174,7 +174,7 @@ def propose(
 
 
 @click.command(name="import")
-@proxy_options
+@read_proxy_options
 @click.option(
     "-o",
     "--output",

@@ -22,6 +22,7 @@ from sync.host_moved import branch_name
 from sync.render import route_id
 
 from .fake_github import FakeGitHub
+from .keys import read_only_key
 from .proxyharness import REPO, Proxy, fleet_sync
 from .upstream import Upstream, silent_address
 
@@ -150,7 +151,10 @@ class Repo:
         context = {
             "github": {"event": event, "token": self.github.token},
             "inputs": {},
-            "secrets": {"LITELLM_PROXY_URL": proxy.url, "LITELLM_PROXY_API_KEY": proxy.api_key},
+            "secrets": {
+                "LITELLM_PROXY_URL": proxy.url,
+                "LITELLM_PROXY_READ_API_KEY": read_only_key(proxy),  # propose only reads
+            },
             "vars": {"FLEET_SYNC_AUTOMERGE_HOST_MOVES": "true"} if automerge else {},
         }
         self.fresh_checkout()
