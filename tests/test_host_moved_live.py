@@ -166,8 +166,13 @@ class Repo:
         return run
 
 
+def as_apply_yml(proxy: Proxy, repo: Repo) -> dict[str, str]:
+    """apply.yml's environment: the proxy, and the repository that tags the routes it writes."""
+    return {**proxy.env(), "GITHUB_REPOSITORY": repo.github.repo}
+
+
 def apply_base(proxy: Proxy, repo: Repo) -> None:
-    done = fleet_sync(["apply", "-f", str(repo.fleet)], proxy.env())
+    done = fleet_sync(["apply", "-f", str(repo.fleet)], as_apply_yml(proxy, repo))
     assert done.code == 0, done.out + done.err
 
 
@@ -272,7 +277,7 @@ def test_automerge_merges_a_pure_move_and_starts_apply_which_moves_the_route(
 
     # The dispatched apply.yml runs on main as merged: the route moves in place.
     repo.fleet.write_bytes(fake_github.git.file_at(merged, "fleet.yaml") or b"")
-    done = fleet_sync(["apply", "-f", str(repo.fleet)], proxy.env())
+    done = fleet_sync(["apply", "-f", str(repo.fleet)], as_apply_yml(proxy, repo))
     assert done.code == 0, done.out + done.err
     assert "~1 update, -0 prune" in done.out
     live = proxy.route(route_id(fleet_name, model, "a"))
