@@ -34,14 +34,15 @@ from .import_rules import (
     without_userinfo,
 )
 from .normalise import INFO_BOOKKEEPING, PARAM_DEFAULTS
-from .render import TAG_DIGEST, TAG_FLEET, TAG_HOST, Route, canonical_json
+from .render import Route, canonical_json
 
 SCHEMA_LINE = "# yaml-language-server: $schema=schema/fleet.schema.json"
 RESERVED = {"model", "api_base", "api_key"}
 PLACEHOLDER_PREFIX = "FLEET_SYNC_IMPORT"
-# model_info LiteLLM maintains itself, whatever the route.
-LITELLM_INFO = {"id", "key", "litellm_provider", "supported_openai_params", TAG_FLEET, TAG_HOST}
-LITELLM_INFO.add(TAG_DIGEST)
+# model_info LiteLLM maintains itself, whatever the route; and fleet-sync's own tags
+# (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may not set.
+LITELLM_INFO = {"id", "key", "litellm_provider", "supported_openai_params"}
+TAG_PREFIX = "fleet_sync_"
 # Fields LiteLLM fills in from its cost map (context window, prices, capabilities) when it knows
 # the model; for a model it knows they are its values, not the route's.
 COST_MAP_FIELD = re.compile(
@@ -181,6 +182,7 @@ def _host(route: Route, fleet: str) -> _Host | str:
         if v is not None
         and k not in INFO_BOOKKEEPING
         and k not in LITELLM_INFO
+        and not k.startswith(TAG_PREFIX)
         and not (known and COST_MAP_FIELD.match(k))
     }
     if refused := info_refusal(info):

@@ -213,3 +213,17 @@ def test_model_info_is_written_as_stored() -> None:
         "base_model": "gpt-4o",
         "team": "search",
     }
+
+
+def test_fleet_syncs_own_tags_are_not_copied() -> None:
+    """A route this fleet tagged (source tag included) imports as fleet.yaml may say it."""
+    tags = {
+        "fleet_sync_fleet": "f",
+        "fleet_sync_host": "a",
+        "fleet_sync_digest": "0123456789abcdef",
+        "fleet_sync_source": "owner/repo",
+    }
+    imported = import_fleet([route("1", "m", {}, **tags)], "f")
+    (host,) = yaml.safe_load(imported.text)["models"]["m"]["hosts"]
+    assert host == {"name": "a", "api_base": BASE["api_base"]}  # its tagged name kept
+    assert "fleet_sync_" not in imported.text.partition("\nversion:")[2]
