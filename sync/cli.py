@@ -34,14 +34,15 @@ from .cli_common import (
     read_fleet,
     read_live,
     read_proxy_options,
-    read_release,
+    take_over_option,
+    with_source,
     write_key,
 )
 from .cli_health import gate_plan, health_options, verify_result
 from .cli_hosts import import_command, propose, set_host
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
-from .plan import Plan, make_plan
+from .plan import Plan
 from .probe import PROBE_TIMEOUT
 from .problems import FleetError, Problem
 from .redaction import plan_json
@@ -158,6 +159,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     "merge base with HEAD is used).",
 )
 @health_options
+@take_over_option
 def plan(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -168,29 +170,30 @@ def plan(
     detailed_exitcode: bool,
     github_comment: bool,
     base_ref: str | None,
+    take_over: bool,
     probe: bool,
     require_healthy: bool,
     probe_timeout: float,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
-        live = read_live(client)
-        release = read_release(client)
-    the_plan = gate_plan(
-        fleet,
-        make_plan(fleet, render(fleet), live, release.version),
-        probe,
-        require_healthy,
-        probe_timeout,
-    )
+        live = read_live(client, fleet, take_over)
+    the_plan = gate_plan(fleet, live.plan(fleet, take_over), probe, require_healthy, probe_timeout)
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
         scrub.write_text(out, to_json(plan_json(the_plan)))
     if github_comment:
         on_github(
-            lambda: gitops.comment_plan(fleet_file, the_plan, live, unsafe, base_ref, os.environ)
+            lambda: gitops.comment_plan(
+                fleet_file,
+                the_plan,
+                lambda base: live.plan(with_source(base, fleet_file, os.environ), take_over),
+                unsafe,
+                base_ref,
+                os.environ,
+            )
         )
     if detailed_exitcode and not the_plan.empty:
         raise Exit(EXIT_CHANGES)
@@ -236,6 +239,7 @@ def plan(
     help="After apply, send one max_tokens=1 chat request per changed model group through the "
     "proxy and report which host answered; a failed one exits 4.",
 )
+@take_over_option
 def apply(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -248,17 +252,18 @@ def apply(
     concurrency: int,
     confirm_timeout: float,
     github_comment: bool,
+    take_over: bool,
     probe: bool,
     require_healthy: bool,
     probe_timeout: float,
     verify: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
         the_plan = gate_plan(
             fleet,
-            current_plan(fleet, client, confirm_timeout),
+            current_plan(fleet, client, confirm_timeout, take_over),
             probe,
             require_healthy,
             probe_timeout,
@@ -299,6 +304,12 @@ def apply(
             click.echo(verify_text(verified, client.write_url), nl=False)
     if github_comment:
         on_github(lambda: gitops.comment_result(result, os.environ, verified))
+    if the_plan.conflicts:
+        click.echo(
+            f"error: {len(the_plan.conflicts)} host(s) have no route: their ids are held by "
+            "routes this fleet does not own (left alone; see the plan's conflicts)",
+            err=True,
+        )
     if not result.complete or not all(v.ok for v in verified):
         raise Exit(EXIT_INCOMPLETE)
 
@@ -353,7 +364,7 @@ def drift(
     fix: bool,
 ) -> None:
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     code = EXIT_OK
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.

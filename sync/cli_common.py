@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -15,6 +16,7 @@ from .access import changed_by, write_refusal
 from .credentials import has_userinfo, strip_userinfo
 from .fleet import Fleet, load_fleet
 from .github_config import GitHubError
+from .gitref import repository_of
 from .litellm import LiteLLMClient, ProxyError
 from .plan import Plan, make_plan
 from .problems import FleetError
@@ -165,7 +167,47 @@ def check_can_write(client: LiteLLMClient) -> None:
         fail(refusal)
 
 
-def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
+def take_over_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--take-over",
+        is_flag=True,
+        help="Own the routes tagged with this fleet's name by another source (another "
+        "repository using the same fleet name): update them to this fleet.yaml, prune the "
+        "rest. For moving a fleet to a new repository; without it they are never touched.",
+    )(f)
+
+
+def with_source(fleet: Fleet, fleet_file: Path, environ: Mapping[str, str]) -> Fleet:
+    """The fleet with the source its routes are tagged with: fleet.yaml's source:, else
+    GITHUB_REPOSITORY (CI), else the origin remote of the repository holding fleet.yaml (a
+    local clone of the same repository), else none. Lowercase: GitHub ignores the case of
+    owner/name, and one spelling keeps a local run and CI from rewriting each other's tag."""
+    source = (
+        fleet.source
+        or environ.get("GITHUB_REPOSITORY", "").strip()
+        or repository_of(fleet_file)
+        or ""
+    )
+    return replace(fleet, source=source.lower() or None)
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What the proxy holds: the routes its router lists (what clients route on), and the rows
+    of the fleet's model groups it stored but does not list (writes it could not load)."""
+
+    listed: Sequence[Route]
+    unlisted: Sequence[Route]
+    litellm_version: str | None = None  # what the pod taking the writes reports
+
+    def plan(self, fleet: Fleet, take_over: bool) -> Plan:
+        return make_plan(
+            fleet, render(fleet), self.listed, self.unlisted, take_over, self.litellm_version
+        )
+
+
+def read_routes(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
+    """Every route the router lists, once all pods list the same (for reads that plan nothing)."""
     try:
         for url in client.urls:
             client.check_ready(url)
@@ -191,11 +233,37 @@ def read_release(client: LiteLLMClient) -> LiteLLMRelease:
     return release
 
 
+def read_live(
+    client: LiteLLMClient,
+    fleet: Fleet,
+    take_over: bool = False,
+    settle_timeout: float = CONFIRM_TIMEOUT,
+) -> LiveState:
+    desired = render(fleet)
+
+    def reads(routes: Sequence[Route]) -> object:
+        # Pods must agree on what this plan reads, not on LiteLLM's enrichment of the rest.
+        return make_plan(fleet, desired, routes, take_over=take_over).agreement
+
+    try:
+        for url in client.urls:
+            client.check_ready(url)
+        listed = client.list_agreed(settle_timeout, project=reads)
+        groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
+        ids = {r.id for r in listed}
+        unlisted = [r for r in client.list_stored(sorted(groups)) if r.id not in ids]
+    except ProxyError as exc:
+        fail(str(exc))
+    return LiveState(listed, unlisted, read_release(client).version)
+
+
 def current_plan(
-    fleet: Fleet, client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT
+    fleet: Fleet,
+    client: LiteLLMClient,
+    settle_timeout: float = CONFIRM_TIMEOUT,
+    take_over: bool = False,
 ) -> Plan:
-    live = read_live(client, settle_timeout)
-    return make_plan(fleet, render(fleet), live, read_release(client).version)
+    return read_live(client, fleet, take_over, settle_timeout).plan(fleet, take_over)
 
 
 def on_github(call: Callable[[], str]) -> None:

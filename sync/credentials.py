@@ -20,6 +20,19 @@ USERINFO_MASK = "***"
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s\"'<>`]*@")
 _HEADER_LINE = re.compile(r"(?P<name>[A-Za-z0-9_-]+)\s*[:=]\s*(?P<value>\S.*)", re.DOTALL)
 _AUTH_SCHEME = re.compile(r"(?i)(bearer|basic|token)\s+(?!os\.environ/)\S{6,}")
+# Credentials recognisable by their shape whatever key holds them: issuers' token prefixes
+# (OpenAI/LiteLLM sk-, GitHub, GitLab, Slack, Hugging Face, AWS, Google), JWTs, PEM keys.
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9])(?:(?:sk|pk|rk)[-_][A-Za-z0-9_-]{16,}"
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{30,}|glpat-[\w-]{20,}|xox[abposr]-[\w-]{10,}"
+    r"|hf_[A-Za-z0-9]{30,}|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[\w-]{35}|ya29\.[\w-]{20,}"
+    r"|eyJ[\w-]{8,}\.[\w-]{8,}\.)|-----BEGIN [A-Z ]*PRIVATE KEY-----"
+)
+# A secret carried in a query or connection string: ?password=..., &api_key=..., ;sig=...
+_QUERY_SECRET = re.compile(
+    r"(?i)[?&;](?:password|passwd|pwd|secret|token|api[-_]?key|access[-_]?token|sig|signature)"
+    r"=[^&;\s]"
+)
 
 
 def looks_secret(key: str) -> bool:
@@ -72,6 +85,18 @@ def has_userinfo(text: str) -> bool:
 def strip_userinfo(text: str) -> str:
     """The text with the user:password@ part of every address masked (***@)."""
     return _USERINFO.sub(rf"\g<1>{USERINFO_MASK}@", text)
+
+
+def looks_like_credential(text: str) -> bool:
+    """Whether a string looks like a credential by its shape alone, whatever key holds it: a
+    token with an issuer's prefix, user:pass@ in an address, a secret header line, a secret in
+    a query. Short of that, only where a value came from can tell (see sync/import_rules.py)."""
+    return (
+        has_userinfo(text)
+        or credential_line(text)
+        or _TOKEN.search(text) is not None
+        or _QUERY_SECRET.search(text) is not None
+    )
 
 
 def redact(key: str, value: Any) -> Any:

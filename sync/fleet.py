@@ -64,6 +64,9 @@ class Fleet:
     max_prune_percent: float
     models: tuple[Model, ...]
     health: str | None = None  # "probe" | "require": probe hosts on every plan and apply
+    # The repository that writes this fleet's routes (tag fleet_sync_source): fleet.yaml's
+    # source:, else what the command line resolves (GITHUB_REPOSITORY, the git remote).
+    source: str | None = None
 
     @property
     def requires_health(self) -> bool:
@@ -183,6 +186,13 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
     elif kind == "pattern" and last == "fleet":
         yield Problem(
             file, *at, f"fleet: {error.instance!r} must be 1-63 lowercase letters, digits or dashes"
+        )
+    elif kind == "pattern" and last == "source" and len(path) == 1:
+        yield Problem(
+            file,
+            *at,
+            f"source: {error.instance!r} must name a repository like my-org/llm-fleet "
+            "(letters, digits and ._:/@-, at most 200)",
         )
     elif kind == "pattern" and last == "name":
         yield Problem(
@@ -390,4 +400,5 @@ def _build(data: dict[str, Any]) -> Fleet:
         max_prune_percent=float(safety.get("max_prune_percent", DEFAULT_MAX_PRUNE_PERCENT)),
         models=models,
         health=data.get("health"),
+        source=data.get("source"),
     )

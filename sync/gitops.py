@@ -6,7 +6,7 @@ saved as files for the job's artifact and added to the step summary (capped unde
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,9 @@ from .github import GitHubClient
 from .github_config import GitHubConfig, GitHubError, write_step_summary
 from .gitref import GitRefError, file_at, merge_base
 from .health import Verified
-from .plan import Plan, make_plan, split_by_base
+from .plan import Plan, split_by_base
 from .problems import FleetError
 from .redaction import plan_json
-from .render import Route, render
 from .report import plan_markdown, pr_markdown, result_json, result_markdown
 from .scrub import scrub
 from .yamlmarks import parse_yaml
@@ -56,8 +55,11 @@ def _base_sha(config: GitHubConfig) -> str | None:
     return sha if isinstance(sha, str) else None
 
 
-def base_plan(fleet_file: Path, ref: str, live: Sequence[Route]) -> tuple[Plan | None, str]:
-    """The plan fleet.yaml at the merge base would make against today's live routes."""
+def base_plan(
+    fleet_file: Path, ref: str, plan_for: Callable[[Fleet], Plan]
+) -> tuple[Plan | None, str]:
+    """The plan fleet.yaml at the merge base would make against today's live routes
+    (`plan_for` plans a fleet against them the way the head's plan was made)."""
     try:
         base = merge_base(fleet_file.resolve().parent, ref)
         text = file_at(fleet_file, base)
@@ -72,15 +74,13 @@ def base_plan(fleet_file: Path, ref: str, live: Sequence[Route]) -> tuple[Plan |
             None,
             f"fleet.yaml at the merge base {base[:12]} is invalid: every change is this PR's",
         )
-    return make_plan(
-        fleet, render(fleet), live
-    ), f"compared with fleet.yaml at the merge base {base[:12]}"
+    return plan_for(fleet), f"compared with fleet.yaml at the merge base {base[:12]}"
 
 
 def comment_plan(
     fleet_file: Path,
     plan: Plan,
-    live: Sequence[Route],
+    plan_for: Callable[[Fleet], Plan],
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
@@ -90,7 +90,7 @@ def comment_plan(
     (the host-moved workflow opens the PR itself); default: the event's."""
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
-    base, note = base_plan(fleet_file, ref, live) if ref else (None, "no base ref given")
+    base, note = base_plan(fleet_file, ref, plan_for) if ref else (None, "no base ref given")
     this_pr, drift = split_by_base(plan, base)
     body = scrub(pr_markdown(plan, this_pr, drift, note, refusals))
     where = _keep(config, environ, "plan", plan, body)

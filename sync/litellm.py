@@ -7,7 +7,8 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ PAGE_SIZE = 200
 # One page of 200 routes is ~1.7 MB (LiteLLM lists ~8.5 KB per route, mostly null cost fields):
 # 16 MiB leaves room for large model_info while a hostile or broken proxy cannot exhaust memory.
 MAX_BODY_BYTES = 16 * 2**20
+MAX_GROUP_PAGES = 500  # a model group of 100,000 routes; past that the answer is not believed
 
 
 class AnswerLate(Exception):
@@ -281,14 +283,23 @@ class LiteLLMClient:
             f"times ({problem}); refusing to plan from an incomplete read",
         )
 
-    def list_agreed(self, settle_timeout: float, poll: float = 1.0) -> list[Route]:
-        """Every route, once all listed pods show the same set. Pods reload from the database on
-        an interval; planning from a lagging pod would miss a delete made through another pod
-        (and never repair it), so disagreeing pods are read again until they settle."""
+    def list_agreed(
+        self,
+        settle_timeout: float,
+        poll: float = 1.0,
+        project: Callable[[Sequence[Route]], object] | None = None,
+    ) -> list[Route]:
+        """Every route, once all listed pods agree. Pods reload from the database on an
+        interval; planning from a lagging pod would miss a delete made through another pod
+        (and never repair it), so disagreeing pods are read again until they settle.
+
+        `project` says what must agree (the caller's view of a listing, e.g. what its plan
+        reads); without it, every route's every field must."""
         deadline = time.monotonic() + settle_timeout
+        view = project or _fingerprint
         while True:
             listings = [self.list_routes(url) for url in self.urls]
-            prints = [_fingerprint(routes) for routes in listings]
+            prints = [view(routes) for routes in listings]
             if all(p == prints[0] for p in prints):
                 return listings[0]
             if time.monotonic() >= deadline:
@@ -336,7 +347,16 @@ class LiteLLMClient:
             return [], "an id appears twice"
         return routes, ""
 
-    def find_route(self, route_id: str, url: str | None = None) -> Route | None:
+    def find_route(self, route_id: str, model_name: str, url: str | None = None) -> Route | None:
+        """The route as the router lists it (what clients route on), or None. Read through the
+        model group's listing: `?modelId=` falls back to the database row, which a route LiteLLM
+        stored but could not load still has."""
+        rows = self._group_rows(url or self.write_url, {"model": model_name})
+        return next((r for r in rows if r.id == route_id), None)
+
+    def find_stored(self, route_id: str, url: str | None = None) -> Route | None:
+        """The route as LiteLLM stored it, listed or not (`?modelId=` reads the router, then the
+        database)."""
         data = self._send(
             "GET",
             f"{url or self.write_url}/v2/model/info",
@@ -348,6 +368,45 @@ class LiteLLMClient:
             if route is not None and route.id == route_id:
                 return route
         return None
+
+    def list_stored(self, model_names: Sequence[str], url: str | None = None) -> list[Route]:
+        """Every route of these model groups LiteLLM stored, listed by its router or not.
+        `?model=G&search=G` answers the router's routes of G plus the database rows of G the
+        router does not hold; that search is LiteLLM's only read of such rows."""
+        base = url or self.write_url
+        names = sorted(set(model_names))
+        with ThreadPoolExecutor(max_workers=4) as pool:  # one small read per model group
+            groups = pool.map(lambda n: self._group_rows(base, {"model": n, "search": n}), names)
+            rows: dict[str, Route] = {}
+            for name, routes in zip(names, groups, strict=True):
+                for route in routes:
+                    if route.model_name == name:  # search matches parts of names too
+                        rows.setdefault(route.id, route)
+        return list(rows.values())
+
+    def _group_rows(self, base: str, params: Mapping[str, str]) -> list[Route]:
+        """All pages of a filtered listing. With `search`, LiteLLM's total_count counts only
+        what it fetched for the page asked, so pages are read until one comes back short."""
+        routes: list[Route] = []
+        for page in range(1, MAX_GROUP_PAGES + 1):
+            data = self._send(
+                "GET",
+                f"{base}/v2/model/info",
+                write=False,
+                params={**params, "page": page, "size": PAGE_SIZE},
+            )
+            entries = data.get("data") if isinstance(data, dict) else None
+            if not isinstance(entries, list):
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE, f"{_origin(base)}: page {page} has no data list"
+                )
+            routes += [r for r in (parse_route(e) for e in entries) if r is not None]
+            if len(entries) < PAGE_SIZE:
+                return routes
+        raise ProxyError(
+            ErrorKind.BAD_RESPONSE,
+            f"{_origin(base)}: a model group listing did not end after {MAX_GROUP_PAGES} pages",
+        )
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -369,7 +428,7 @@ class LiteLLMClient:
         self._send("POST", f"{self.write_url}/model/delete", write=True, json={"id": route_id})
 
 
-def _fingerprint(routes: Sequence[Route]) -> list[str]:
+def _fingerprint(routes: Sequence[Route]) -> object:
     return sorted(canonical_json(r.deployment()) for r in routes)
 
 

@@ -117,7 +117,7 @@ def test_ambiguous_create_is_read_back_not_recreated(
     faulty.add_rule("POST", "/model/new", Fault.forward_then_500(), times=1)
     run = apply(fleet, through(proxy, faulty))
     assert run.code == 0, run.out + run.err
-    assert "read back: present" in run.out
+    assert "read back: listed" in run.out
     assert len(faulty.requests("POST", "/model/new")) == 1  # no blind re-create
 
 

@@ -25,6 +25,7 @@ VALID = {
     "$defs/provider": "hosted_vllm",
     "$defs/api_key": "os.environ/VLLM_API_KEY",
     "$defs/host/properties/name": "runpod-a",
+    "properties/source": "acme/llm-config",
 }
 
 
