@@ -16,7 +16,15 @@ import yaml
 from sync.fleet import fleet_from_doc
 from sync.litellm import parse_route
 from sync.plan import ABSENT, Plan, make_plan
-from sync.redaction import HIDDEN_UNSET, MISSING, hidden_reference, live_value, plan_json
+from sync.redaction import (
+    HIDDEN_DIFFERS,
+    HIDDEN_SHAPE,
+    HIDDEN_UNSET,
+    MISSING,
+    hidden_reference,
+    live_value,
+    plan_json,
+)
 from sync.render import render
 from sync.report import plan_markdown, plan_text
 from sync.scrub import MASK, ScrubbedStream, Scrubber, session
@@ -49,8 +57,26 @@ REF = "os.environ/LITELLM_MASTER_KEY"
             "litellm_params.extra_headers",
             {"H": [REF, hidden_reference(REF)]},
         ),
-        # Literals fleet.yaml sets, numbers and booleans are shown; addresses lose user:pass@.
-        ("acme", "acme-new", "litellm_params.organization", "acme"),
+        # A live litellm_params string that differs from the literal fleet.yaml now sets may be
+        # what LiteLLM resolved from an earlier reference (a PR replacing
+        # `organization: os.environ/LITELLM_MASTER_KEY` by `12345` printed the master key).
+        ("acme", "acme-new", "litellm_params.organization", HIDDEN_DIFFERS),
+        (MASTER, 12345, "litellm_params.organization", HIDDEN_DIFFERS),
+        (MASTER, 30, "litellm_params.timeout", HIDDEN_DIFFERS),
+        ("acme", "acme", "litellm_params.organization", "acme"),
+        ("hand-set", "fleet-set", "model_info.description", "hand-set"),
+        # model and api_base are shown in their field's shape only; an address loses its
+        # user:pass@, query and fragment (a hand-edited ?api-key=... is a credential).
+        ("hosted_vllm/org/m", "hosted_vllm/org/n", "litellm_params.model", "hosted_vllm/org/m"),
+        (MASTER, "hosted_vllm/org/n", "litellm_params.model", HIDDEN_SHAPE),
+        (
+            "http://h:1/v1?api-key=QS&password=Q2",
+            MISSING,
+            "litellm_params.api_base",
+            "http://h:1/v1?***",
+        ),
+        ("postgresql://u:pw@db:5432/x", "http://h:1/v1", "litellm_params.api_base", HIDDEN_SHAPE),
+        # Numbers and booleans are shown; addresses lose user:pass@.
         (600.0, MISSING, "litellm_params.timeout", 600.0),
         (True, MISSING, "model_info.supports_vision", True),
         ("http://u:pw@h:1/v1", "http://h:1/v1", "litellm_params.api_base", "http://***@h:1/v1"),
