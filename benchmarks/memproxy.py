@@ -22,29 +22,39 @@ class MemoryProxy:
         self.show(entries, page_sizes)
 
     def show(self, entries: Sequence[dict[str, Any]], page_sizes: Sequence[int] = (200,)) -> None:
-        """List these entries from now on (pages pre-encoded for each page size given)."""
+        """List these entries from now on: every page pre-encoded for each page size given, of
+        the whole listing and of each model group (`?model=G`, with or without `&search=G`)."""
         self._by_id = {e["model_info"]["id"]: e for e in entries}
-        self._pages: dict[tuple[int, int], bytes] = {}
-        total = len(entries)
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for entry in entries:
+            groups.setdefault(entry["model_name"], []).append(entry)
+        self._pages: dict[tuple[str | None, int, int], bytes] = {}
         for size in page_sizes:
-            pages = max(1, math.ceil(total / size))
-            for page in range(1, pages + 1):
-                body = {
-                    "data": list(entries[(page - 1) * size : page * size]),
-                    "total_count": total,
-                    "current_page": page,
-                    "total_pages": pages,
-                    "size": size,
-                }
-                self._pages[(page, size)] = json.dumps(body).encode()
+            self._encode(None, entries, size)
+            for name, members in groups.items():
+                self._encode(name, members, size)
+
+    def _encode(self, group: str | None, entries: Sequence[dict[str, Any]], size: int) -> None:
+        total = len(entries)
+        pages = max(1, math.ceil(total / size))
+        for page in range(1, pages + 1):
+            body = {
+                "data": list(entries[(page - 1) * size : page * size]),
+                "total_count": total,
+                "current_page": page,
+                "total_pages": pages,
+                "size": size,
+            }
+            self._pages[(group, page, size)] = json.dumps(body).encode()
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self._handle)
 
     def _handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
-        if path == "/health/readiness":
-            return httpx.Response(200, json={"status": "healthy", "db": "connected"})
+        if path in ("/health/readiness", "/health/readiness/details"):
+            ready = {"status": "healthy", "db": "connected", "litellm_version": "1.108.7"}
+            return httpx.Response(200, json=ready)
         if path == "/v2/model/info":
             model_id = request.url.params.get("modelId")
             if model_id is not None:
@@ -52,7 +62,10 @@ class MemoryProxy:
                 return httpx.Response(200, json={"data": found, "total_count": len(found)})
             page = int(request.url.params.get("page", "1"))
             size = int(request.url.params.get("size", "50"))
-            body = self._pages.get((page, size))
+            group = request.url.params.get("model")
+            body = self._pages.get((group, page, size))
+            if body is None and group is not None:  # past the last page of a group, or none
+                body = json.dumps({"data": [], "total_count": 0}).encode()
             if body is None:
                 return httpx.Response(400, json={"error": {"message": f"no page {page}/{size}"}})
             return httpx.Response(200, content=body, headers={"content-type": "application/json"})

@@ -6,9 +6,12 @@
 Every size runs in a fresh process. The live pages come from memory (benchmarks/memproxy.py,
 pre-encoded, shaped like LiteLLM 1.108.7's), so the figures are the tool's work only:
 
-- load+validate (read fleet.yaml, schema, semantic checks), render, read (readiness check, every
-  page of /v2/model/info, parse, pod agreement), plan (classify, field diff, plan hash); best of
-  --runs, then the same once more under tracemalloc for the peak memory the tool allocates.
+- load+validate (read fleet.yaml, schema, semantic checks); read as plan and apply read
+  (readiness, every page of /v2/model/info, pod agreement, the stored rows of each of the
+  fleet's model groups, the LiteLLM version); plan (render, classify, field diff, plan hash).
+  Read and plan each render fleet.yaml, as the CLI does; (render) shows one render alone and is
+  not added to the total. Best of --runs, then once more under tracemalloc for the peak memory
+  the tool allocates.
 - read-back poll: one poll of apply's read-back with the proxy already showing the result, for
   the plan's changes pending and for every route pending (the first apply of a fleet).
 - `fleet-sync plan --format json` end to end against the same pages served over HTTP on
@@ -38,12 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.memproxy import MemoryProxy, serve_in_background
 from benchmarks.synthetic import fleet_text, scenario
-from sync.apply import _confirm, _Written
+from sync.apply import _ReadBack, _Written
+from sync.cli_common import LiveState, read_live
 from sync.fleet import Fleet, load_fleet
 from sync.litellm import LiteLLMClient
-from sync.plan import Change, Create, Plan, make_plan
+from sync.plan import Change, Create, Plan
 from sync.progress import Silent
-from sync.render import Route, render
+from sync.render import render
 
 T = TypeVar("T")
 KEY = "sk-benchmark"
@@ -60,14 +64,14 @@ def best(runs: int, action: Callable[[], T]) -> tuple[float, T]:
     return min(times), value
 
 
-def read(client: LiteLLMClient) -> list[Route]:
-    for url in client.urls:
-        client.check_ready(url)
-    return client.list_agreed(settle_timeout=0)
+def read(client: LiteLLMClient, fleet: Fleet) -> LiveState:
+    """As plan and apply read: readiness, every page, pod agreement, the stored rows of each
+    of the fleet's model groups, the LiteLLM version."""
+    return read_live(client, fleet, settle_timeout=0)
 
 
-def planned(fleet: Fleet, desired: tuple[Route, ...], live: list[Route]) -> Plan:
-    plan = make_plan(fleet, desired, live)
+def planned(fleet: Fleet, live: LiveState) -> Plan:
+    plan = live.plan(fleet, take_over=False)
     assert plan.hash  # every command shows or checks it
     return plan
 
@@ -75,7 +79,9 @@ def planned(fleet: Fleet, desired: tuple[Route, ...], live: list[Route]) -> Plan
 def poll(client: LiteLLMClient, changes: tuple[Change, ...]) -> int:
     """One read-back poll: the proxy already shows everything, so it confirms on the first."""
     written = [_Written(c, "written", "") for c in changes]
-    outcomes = _confirm(written, client, 0, 0, lambda _: None, Silent())
+    reader = _ReadBack(client, 0, 0, lambda _: None, Silent())
+    reader.wait(written)
+    outcomes = reader.outcomes(written)
     assert all(o.status == "done" for o in outcomes), "the read-back did not confirm"
     return len(outcomes)
 
@@ -89,9 +95,9 @@ def timings(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["load"], fleet = best(runs, lambda: load_fleet(path))
-    out["render"], desired = best(runs, lambda: render(fleet))
-    out["read"], live = best(runs, lambda: read(client))
-    out["plan"], plan = best(runs, lambda: planned(fleet, desired, live))
+    out["render"], _ = best(runs, lambda: render(fleet))
+    out["read"], live = best(runs, lambda: read(client, fleet))
+    out["plan"], plan = best(runs, lambda: planned(fleet, live))
     out["plan_changes"] = len(plan.changes)
     out["poll_changed"], _ = best(runs, lambda: poll(done, plan.changes))
     out["poll_all"], _ = best(runs, lambda: poll(done, all_creates))
@@ -117,10 +123,9 @@ def measure_one(size: int, pods: int, runs: int, profile: bool) -> dict[str, Any
 
     if profile:
         fleet = load_fleet(path)
-        desired = render(fleet)
         profiler = cProfile.Profile()
         profiler.enable()
-        plan = planned(fleet, desired, read(client))
+        plan = planned(fleet, read(client, fleet))
         poll(done, plan.changes)
         poll(done, all_creates)
         profiler.disable()
@@ -132,7 +137,7 @@ def measure_one(size: int, pods: int, runs: int, profile: bool) -> dict[str, Any
 
     tracemalloc.start()
     fleet = load_fleet(path)
-    plan = planned(fleet, render(fleet), read(client))
+    plan = planned(fleet, read(client, fleet))
     out["plan_peak"] = tracemalloc.get_traced_memory()[1]
     tracemalloc.reset_peak()
     poll(done, all_creates)
@@ -177,13 +182,13 @@ def cli_plan(path: Path, proxy: MemoryProxy) -> tuple[float, int]:
 def table(rows: list[dict[str, Any]]) -> str:
     mib = 1024 * 1024
     head = (
-        "| routes | changes | load+validate | render | read | plan | **total** | peak (traced) "
+        "| routes | changes | load+validate | (render) | read | plan | **total** | peak (traced) "
         "| read-back poll: changes / all pending | poll peak | `plan` CLI end to end "
         "| CLI max RSS |"
     )
     out = [head, "|" + "---:|" * 12]
     for r in rows:
-        total = r["load"] + r["render"] + r["read"] + r["plan"]
+        total = r["load"] + r["read"] + r["plan"]  # read and plan each render (as the CLI does)
         out.append(
             f"| {r['routes']:,} | {r['plan_changes']} | {r['load']:.3f} s | {r['render']:.3f} s "
             f"| {r['read']:.3f} s | {r['plan']:.3f} s | **{total:.3f} s** "

@@ -1,5 +1,11 @@
 """Executing a Plan: creates, then updates, then deletes; ambiguous writes read back; the result
-is what every listed pod shows afterwards, not what the writes answered."""
+is what every listed pod's router lists afterwards, not what the writes answered.
+
+A write counts only once the router lists it (what clients route on): LiteLLM can store a route
+it then fails to load ("saved to the database, but ... not live"), and a database lookup would
+find that row. A model group's deletes (replacements included) run only after every create and
+update of that group is listed, so a group never loses its last serving route to a write that
+serves nothing."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from .litellm import ErrorKind, LiteLLMClient, ProxyError
 from .plan import Change, Create, Delete, Plan, Update, diff
 from .progress import Progress, Silent
 from .render import Route
+from .versions import LiteLLMRelease
 
 Status = Literal["done", "failed", "unconfirmed", "skipped"]
 WRITE_ATTEMPTS = 3
@@ -35,8 +42,13 @@ class Result:
 
     @property
     def complete(self) -> bool:
-        """Every change confirmed, and none withheld for want of a serving host."""
-        return all(o.status == "done" for o in self.outcomes) and not self.plan.withheld
+        """Every change confirmed, none withheld for want of a serving host, and no desired
+        route left without one by a conflict."""
+        return (
+            all(o.status == "done" for o in self.outcomes)
+            and not self.plan.withheld
+            and not self.plan.conflicts
+        )
 
     def count(self, status: Status) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -83,23 +95,37 @@ def apply_plan(
     """concurrency is per pod: each route's writes go to the pod client.pod_for chooses."""
     progress = progress or Silent()
     written: list[_Written] = []
-    failed_groups: set[str] = set()
-    for stage in ("create", "update", "delete"):
+    blocked: dict[str, str] = {}  # model group -> why its deletes must not run
+    # Where PATCH honours litellm_params_to_remove a removed key goes in place; elsewhere the
+    # route is re-created (also the fallback when the version could not be read).
+    in_place = LiteLLMRelease(plan.litellm_version).removes_params_in_place
+    for stage in ("create", "update"):
         todo = list(plan.of(stage))
-        if stage == "delete":
-            skipped = [c for c in todo if c.model_name in failed_groups]
-            written += [
-                _Written(
-                    c, "skipped", f"skipped: a create/update of {c.model_name} did not go through"
-                )
-                for c in skipped
-            ]
-            todo = [c for c in todo if c.model_name not in failed_groups]
-        results = _run_stage(stage, todo, client, concurrency, written, progress)
+        results = _run_stage(stage, todo, client, concurrency, written, in_place, progress)
         written += results
-        # A group whose create/update failed or stayed ambiguous keeps its old routes.
-        failed_groups |= {w.change.model_name for w in results if w.state != "written"}
-    outcomes = _confirm(written, client, confirm_timeout, poll_interval, sleep, progress)
+        for w in results:
+            # A group whose create/update failed or stayed ambiguous keeps its old routes.
+            if w.state != "written":
+                why = "failed" if w.state == "failed" else "stayed ambiguous"
+                blocked.setdefault(w.change.model_name, f"did not go through ({w.change.id} {why})")
+    reader = _ReadBack(client, confirm_timeout, poll_interval, sleep, progress)
+    deleting = {c.model_name for c in plan.of("delete")}
+    gate = [w for w in written if w.ok and w.change.model_name in deleting]
+    reader.wait(gate)
+    for w in gate:
+        if reader.lagging(w):
+            blocked.setdefault(w.change.model_name, f"is not listed by the router ({w.change.id})")
+    todo = [c for c in plan.of("delete") if c.model_name not in blocked]
+    written += [
+        _Written(
+            c, "skipped", f"skipped: a create/update of {c.model_name} {blocked[c.model_name]}"
+        )
+        for c in plan.of("delete")
+        if c.model_name in blocked
+    ]
+    written += _run_stage("delete", todo, client, concurrency, written, in_place, progress)
+    reader.wait([w for w in written if w.ok])
+    outcomes = reader.outcomes(written)
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
 
@@ -110,6 +136,7 @@ def _run_stage(
     client: LiteLLMClient,
     concurrency: int,
     done_so_far: list[_Written],
+    in_place: bool,
     progress: Progress,
 ) -> list[_Written]:
     if not todo:
@@ -117,7 +144,7 @@ def _run_stage(
     progress.stage(stage, len(todo))
 
     def write(change: Change) -> _Written:
-        result = _write(change, client)
+        result = _write(change, client, in_place)
         progress.step(stage, result.state)
         return result
 
@@ -151,15 +178,21 @@ class _Ambiguous(Exception):
     """The write's answers never settled whether it happened; read-back will tell."""
 
 
-def _write(change: Change, client: LiteLLMClient) -> _Written:
+class _NotServed(Exception):
+    """LiteLLM answered that it stored the route, and its router does not list it."""
+
+
+def _write(change: Change, client: LiteLLMClient, in_place: bool) -> _Written:
     try:
         if isinstance(change, Create):
             return _Written(change, "written", _create(change.route, client))
         if isinstance(change, Update):
-            return _Written(change, "written", _update(change, client))
+            return _Written(change, "written", _update(change, client, in_place))
         return _Written(change, "written", _delete(change, client))
     except _Ambiguous as exc:
         return _Written(change, "ambiguous", str(exc))
+    except _NotServed as exc:
+        return _Written(change, "failed", str(exc))
     except ProxyError as exc:
         if exc.kind in FATAL:
             raise
@@ -172,6 +205,19 @@ def _matches(live: Route | None, desired: Route) -> bool:
     return live is not None and not diff(live, desired)
 
 
+# LiteLLM's answer when the router of the pod that took the write reloaded and does not serve
+# what it stored: "Model create was saved to the database, but the model id(s) [...] are not
+# live in this pod's router ...". Any other 500 (the id already exists, say) says nothing
+# about serving: the pod may simply not have reloaded yet, so read-back decides.
+SAVED_NOT_SERVED = "saved to the database, but"
+
+
+def _not_served(exc: ProxyError) -> _NotServed | None:
+    if SAVED_NOT_SERVED not in str(exc):
+        return None
+    return _NotServed(f"stored by LiteLLM but not listed by its router: {exc}")
+
+
 def _create(route: Route, client: LiteLLMClient) -> str:
     note = ""
     for _ in range(WRITE_ATTEMPTS):
@@ -182,40 +228,53 @@ def _create(route: Route, client: LiteLLMClient) -> str:
             if exc.kind is not ErrorKind.MAYBE_COMMITTED:
                 raise
             # Never re-create blindly: the row may exist (written, or the id was taken).
-            live = client.find_route(route.id)
+            live = client.find_route(route.id, route.model_name)
             if _matches(live, route):
-                return f"created ({exc.status or 'no answer'} answered; read back: present)"
-            if live is not None:
-                client.update(route)
-                return "id existed; updated to the desired state"
-            note = f"re-sent after an ambiguous answer ({exc})"
+                return f"created ({exc.status or 'no answer'} answered; read back: listed)"
+            stored = live or client.find_stored(route.id)
+            if stored is None:
+                note = f"re-sent after an ambiguous answer ({exc})"
+                continue
+            if live is None and (not_served := _not_served(exc)) is not None:
+                raise not_served from None
+            if _matches(stored, route):
+                # Stored as wanted; this pod's router has not loaded it yet (another pod
+                # wrote it, say). The listing decides, and the group's deletes wait for it.
+                return f"stored ({exc.status or 'no answer'} answered); waiting for the router"
+            client.update(route)
+            return "id existed; updated to the desired state"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
-def _update(change: Update, client: LiteLLMClient) -> str:
+def _update(change: Update, client: LiteLLMClient, in_place: bool) -> str:
     route = change.route
     remove = change.removed_params
     for _ in range(WRITE_ATTEMPTS):
         try:
-            stored = client.update(route, remove)
+            # litellm_params_to_remove only where it is honoured (1.109+); older releases
+            # ignore it, and the stored row tells below whether a re-create is needed.
+            stored = client.update(route, remove if in_place else ())
         except ProxyError as exc:
             if exc.kind is ErrorKind.NOT_FOUND:
                 client.create(route)  # deleted by someone since the plan: put it back
                 return "was gone; created"
             if exc.kind is not ErrorKind.MAYBE_COMMITTED:
                 raise
-            if _matches(client.find_route(route.id), route):
-                return f"updated ({exc.status or 'no answer'} answered; read back: matches)"
+            live = client.find_route(route.id, route.model_name)
+            if _matches(live, route):
+                return f"updated ({exc.status or 'no answer'} answered; read back: listed)"
+            if live is None and (not_served := _not_served(exc)) is not None:
+                raise not_served from None
             continue  # PATCH carries the full desired state, so sending it again is safe
         kept = [k for k in remove if k in (stored.get("litellm_params") or {})]
         if kept:
-            # LiteLLM 1.108 ignores litellm_params_to_remove; only a re-create drops keys.
+            # LiteLLM up to 1.108 merges on PATCH; only a re-create drops keys.
             client.delete(route.id)
             client.create(route)
             return (
                 f"re-created to remove {', '.join(kept)} (this LiteLLM cannot remove keys in place)"
             )
-        return "updated"
+        return f"updated; removed {', '.join(remove)} in place" if remove else "updated"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
@@ -229,7 +288,8 @@ def _delete(change: Delete, client: LiteLLMClient) -> str:
                 return "already gone"
             if exc.kind is not ErrorKind.MAYBE_COMMITTED:
                 raise
-            if client.find_route(change.id) is None:
+            # Gone from the database, not just from the router: a row left there comes back.
+            if client.find_stored(change.id) is None:
                 return f"deleted ({exc.status or 'no answer'} answered; read back: gone)"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
@@ -240,54 +300,66 @@ def _shows(change: Change, by_id: dict[str, Route]) -> bool:
     return _matches(by_id.get(change.id), change.route)
 
 
-def _confirm(
-    written: Iterable[_Written],
-    client: LiteLLMClient,
-    timeout: float,
-    poll: float,
-    sleep: Callable[[float], None],
-    progress: Progress,
-) -> list[Outcome]:
-    """Read every pod until each written change shows on all of them or the deadline passes."""
-    written = list(written)
-    pending = [w for w in written if w.ok]
-    seen: dict[tuple[str, str], bool] = {}
-    errors: dict[str, str] = {}
-    began = time.monotonic()
-    deadline = began + timeout
-    while pending:
-        for url in client.urls:
-            try:
-                by_id = {r.id: r for r in client.list_routes(url)}
-            except ProxyError as exc:
-                errors[url] = str(exc)
-                continue
-            errors.pop(url, None)
-            for w in pending:
-                # A pod that showed a change keeps it: pods only move forward to the DB state.
-                seen[(w.change.id, url)] = seen.get((w.change.id, url), False) or _shows(
-                    w.change, by_id
+class _ReadBack:
+    """Reads every pod until each written change shows in its router's listing, or the
+    deadline of one wait passes. A pod that showed a change keeps it: pods only move forward to
+    the database state."""
+
+    def __init__(
+        self,
+        client: LiteLLMClient,
+        timeout: float,
+        poll: float,
+        sleep: Callable[[float], None],
+        progress: Progress,
+    ) -> None:
+        self.client, self.timeout, self.poll, self.sleep = client, timeout, poll, sleep
+        self.progress = progress
+        self.seen: dict[tuple[str, str, str], bool] = {}
+        self.errors: dict[str, str] = {}
+
+    def _key(self, w: _Written, url: str) -> tuple[str, str, str]:
+        return (w.change.id, w.change.action, url)
+
+    def lagging(self, w: _Written) -> tuple[str, ...]:
+        return tuple(u for u in self.client.urls if not self.seen.get(self._key(w, u), False))
+
+    def wait(self, pending: Iterable[_Written]) -> None:
+        pending = [w for w in pending if self.lagging(w)]
+        total, began = len(pending), time.monotonic()
+        deadline = began + self.timeout
+        while pending:
+            for url in self.client.urls:
+                try:
+                    by_id = {r.id: r for r in self.client.list_routes(url)}
+                except ProxyError as exc:
+                    self.errors[url] = str(exc)
+                    continue
+                self.errors.pop(url, None)
+                for w in pending:
+                    key = self._key(w, url)
+                    self.seen[key] = self.seen.get(key, False) or _shows(w.change, by_id)
+            pending = [w for w in pending if self.lagging(w)]
+            elapsed = time.monotonic() - began
+            self.progress.waiting(total - len(pending), total, elapsed, self.timeout)
+            if not pending or time.monotonic() >= deadline:
+                return
+            self.sleep(self.poll)
+
+    def outcomes(self, written: Iterable[_Written]) -> list[Outcome]:
+        outcomes = []
+        for w in written:
+            if not w.ok:
+                outcomes.append(
+                    Outcome(w.change, "failed" if w.state == "failed" else "skipped", w.detail)
                 )
-        confirmed = sum(all(seen.get((w.change.id, u)) for u in client.urls) for w in pending)
-        progress.waiting(confirmed, len(pending), time.monotonic() - began, timeout)
-        if confirmed == len(pending):
-            break
-        if time.monotonic() >= deadline:
-            break
-        sleep(poll)
-    outcomes = []
-    for w in written:
-        if not w.ok:
-            outcomes.append(
-                Outcome(w.change, "failed" if w.state == "failed" else "skipped", w.detail)
-            )
-            continue
-        lagging = tuple(u for u in client.urls if not seen.get((w.change.id, u), False))
-        if not lagging:
-            outcomes.append(Outcome(w.change, "done", w.detail))
-        else:
-            why = "; ".join(f"{u}: {errors[u]}" for u in lagging if u in errors)
-            detail = f"{w.detail}; not shown by {', '.join(lagging)} within {timeout:g}s"
-            detail += f" ({why})" if why else ""
-            outcomes.append(Outcome(w.change, "unconfirmed", detail, lagging))
-    return outcomes
+                continue
+            lagging = self.lagging(w)
+            if not lagging:
+                outcomes.append(Outcome(w.change, "done", w.detail))
+            else:
+                why = "; ".join(f"{u}: {self.errors[u]}" for u in lagging if u in self.errors)
+                detail = f"{w.detail}; not listed by {', '.join(lagging)} within {self.timeout:g}s"
+                detail += f" ({why})" if why else ""
+                outcomes.append(Outcome(w.change, "unconfirmed", detail, lagging))
+        return outcomes

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import __version__
+from . import __version__, scrub
 from .cli_common import (
     CONCURRENCY,
     CONFIRM_TIMEOUT,
@@ -20,7 +20,9 @@ from .cli_common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     EXIT_REFUSED,
+    MAX_CONCURRENCY,
     Exit,
+    Seconds,
     check_can_write,
     connect,
     current_plan,
@@ -32,8 +34,11 @@ from .cli_common import (
     read_fleet,
     read_live,
     read_proxy_options,
+    take_over_option,
+    with_source,
     write_key,
 )
+from .cli_fleet import render_command, validate
 from .cli_health import gate_plan, health_options
 from .cli_hosts import import_command, propose, set_host
 
@@ -50,10 +55,11 @@ def colour() -> bool:
 
 
 def show_plan(plan: Plan, fmt: str, unsafe: tuple[str, ...] = ()) -> None:
+    from .redaction import plan_json
     from .report import plan_markdown, plan_text, to_json
 
     if fmt == "json":
-        body = plan.to_json()
+        body = plan_json(plan)
         body["refused"] = list(unsafe)
         click.echo(to_json(body), nl=False)
     elif fmt == "markdown":
@@ -70,63 +76,6 @@ def cli() -> None:
     Exit codes: 0 ok, 1 error, 2 changes/drift (plan --detailed-exitcode, drift),
     3 refused (unsafe without --force, stale plan), 4 apply incomplete.
     """
-
-
-@cli.command()
-@fleet_option
-@click.argument("more_files", nargs=-1, type=click.Path(path_type=Path))
-@format_option("text", "github", "json", help="github prints ::error annotations on the lines.")
-def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
-    """Check fleet.yaml against the schema and the semantic rules; every problem, located.
-
-    FILES, when given, are validated instead of -f (pre-commit passes changed files so).
-    """
-    from .fleet import load_fleet
-    from .problems import FleetError, Problem
-    from .render import render
-    from .report import problems_github, problems_text, to_json
-
-    files = [*more_files] or [fleet_file]
-    problems: list[Problem] = []
-    valid: list[str] = []
-    for path in files:
-        try:
-            fleet = load_fleet(path, str(path))
-        except FleetError as exc:
-            problems.extend(exc.problems)
-            continue
-        valid.append(
-            f"{path}: valid (fleet {fleet.name}: {len(fleet.models)} models, "
-            f"{len(render(fleet))} routes)"
-        )
-    if fmt == "json":
-        body = {"valid": not problems, "problems": [p.as_dict() for p in problems]}
-        click.echo(to_json(body), nl=False)
-    else:
-        click.echo((problems_github if fmt == "github" else problems_text)(problems), nl=False)
-        click.echo("".join(f"{line}\n" for line in valid), nl=False)
-    if problems:
-        click.echo(f"{len(problems)} problem(s)", err=True)
-        raise Exit(EXIT_ERROR)
-
-
-@cli.command(name="render")
-@fleet_option
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the config.yaml fragment here instead of stdout.",
-)
-def render_command(fleet_file: Path, output: Path | None) -> None:
-    """Print the LiteLLM config.yaml fragment ({model_list: [...]}) fleet.yaml means."""
-    from .render import render, render_config
-
-    text = render_config(render(read_fleet(fleet_file)))
-    if output:
-        output.write_text(text, encoding="utf-8")
-    else:
-        click.echo(text, nl=False)
 
 
 @cli.command()
@@ -152,6 +101,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     "merge base with HEAD is used).",
 )
 @health_options
+@take_over_option
 def plan(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -162,30 +112,35 @@ def plan(
     detailed_exitcode: bool,
     github_comment: bool,
     base_ref: str | None,
+    take_over: bool,
     probe: bool,
     require_healthy: bool,
     probe_timeout: float,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
     from . import gitops
-    from .plan import make_plan
-    from .render import render
+    from .redaction import plan_json
     from .report import to_json
     from .safety import refusals
 
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
-        live = read_live(client)
-    the_plan = gate_plan(
-        fleet, make_plan(fleet, render(fleet), live), probe, require_healthy, probe_timeout
-    )
+        live = read_live(client, fleet, take_over)
+    the_plan = gate_plan(fleet, live.plan(fleet, take_over), probe, require_healthy, probe_timeout)
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
-        out.write_text(to_json(the_plan.to_json()), encoding="utf-8")
+        scrub.write_text(out, to_json(plan_json(the_plan)))
     if github_comment:
         on_github(
-            lambda: gitops.comment_plan(fleet_file, the_plan, live, unsafe, base_ref, os.environ)
+            lambda: gitops.comment_plan(
+                fleet_file,
+                the_plan,
+                lambda base: live.plan(with_source(base, fleet_file, os.environ), take_over),
+                unsafe,
+                base_ref,
+                os.environ,
+            )
         )
     if detailed_exitcode and not the_plan.empty:
         raise Exit(EXIT_CHANGES)
@@ -207,6 +162,7 @@ def plan(
     "--concurrency",
     default=CONCURRENCY,
     show_default=True,
+    type=click.IntRange(1, MAX_CONCURRENCY),
     help="Parallel writes per stage, on each pod.",
 )
 @click.option(
@@ -221,6 +177,7 @@ def plan(
     "--confirm-timeout",
     default=CONFIRM_TIMEOUT,
     show_default=True,
+    type=Seconds(),
     metavar="SECONDS",
     help="How long read-back waits for every pod to show the changes (LiteLLM pods "
     "reload from the database every 30 s by default).",
@@ -237,6 +194,7 @@ def plan(
     help="After apply, send one max_tokens=1 chat request per changed model group through the "
     "proxy and report which host answered; a failed one exits 4.",
 )
+@take_over_option
 def apply(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -250,6 +208,7 @@ def apply(
     write_to: str,
     confirm_timeout: float,
     github_comment: bool,
+    take_over: bool,
     probe: bool,
     require_healthy: bool,
     probe_timeout: float,
@@ -263,21 +222,23 @@ def apply(
     from .report_health import verify_text
     from .safety import refusals
 
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
         the_plan = gate_plan(
             fleet,
-            current_plan(fleet, client, confirm_timeout),
+            current_plan(fleet, client, confirm_timeout, take_over),
             probe,
             require_healthy,
             probe_timeout,
         )
         unsafe = refusals(the_plan, fleet.max_prune_percent)
-        if dry_run:
-            show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
-            return
         if saved is not None:
-            check_saved(saved, the_plan)
+            check_saved(saved, the_plan)  # a dry run previews exactly what apply would do
+        if dry_run:
+            show_plan(the_plan, "json" if fmt == "json" else "text", () if force else unsafe)
+            if unsafe and not force:
+                fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
+            return
         if unsafe and not force:
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
             fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
@@ -306,6 +267,12 @@ def apply(
             click.echo(verify_text(verified, client.write_url), nl=False)
     if github_comment:
         on_github(lambda: gitops.comment_result(result, os.environ, verified))
+    if the_plan.conflicts:
+        click.echo(
+            f"error: {len(the_plan.conflicts)} host(s) have no route: their ids are held by "
+            "routes this fleet does not own (left alone; see the plan's conflicts)",
+            err=True,
+        )
     if not result.complete or not all(v.ok for v in verified):
         raise Exit(EXIT_INCOMPLETE)
 
@@ -379,7 +346,7 @@ def drift(
     from .report import result_text
     from .safety import refusals
 
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     code = EXIT_OK
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
@@ -406,21 +373,28 @@ def drift(
         raise Exit(EXIT_CHANGES)
 
 
-for _command in (set_host, propose, import_command):
+for _command in (validate, render_command, set_host, propose, import_command):
     cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Every byte written to stdout and stderr, usage errors included, goes through the scrub.
+    with scrub.session():
+        code = run(argv)
+    sys.exit(code)
+
+
+def run(argv: list[str] | None) -> int:
     try:
         cli.main(args=argv, prog_name="fleet-sync", standalone_mode=False)
     except Exit as exc:
-        sys.exit(exc.code)
+        return exc.code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(EXIT_ERROR)
+        return EXIT_ERROR
     except click.ClickException as exc:
         exc.show()
-        sys.exit(EXIT_ERROR)  # usage errors are errors (1), not "changes present" (2)
+        return EXIT_ERROR  # usage errors are errors (1), not "changes present" (2)
     except KeyboardInterrupt:
-        sys.exit(130)
-    sys.exit(EXIT_OK)
+        return 130
+    return EXIT_OK

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .cli_common import Seconds
 from .health import PROBE_TIMEOUT
 
 if TYPE_CHECKING:  # the rest only when a command runs: the options are read at start-up
@@ -36,6 +37,7 @@ def health_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--probe-timeout",
         default=PROBE_TIMEOUT,
         show_default=True,
+        type=Seconds(min=0, min_open=True),
         metavar="SECONDS",
         help="How long each host has to answer the probe.",
     )(f)

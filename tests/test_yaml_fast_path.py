@@ -97,3 +97,9 @@ def test_mistyped_files_read_the_same_either_way(monkeypatch: pytest.MonkeyPatch
             else:
                 text = text[:at] + text[at + rng.randint(1, 3) :]
         assert outcome(text) == pure_python(text, monkeypatch), text
+
+
+def test_the_scrub_reads_as_much_of_fleet_yaml_as_the_loader_accepts() -> None:
+    from sync import scrub
+
+    assert scrub.FLEET_READ_LIMIT == yamlmarks.MAX_BYTES
