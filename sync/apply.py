@@ -9,8 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
+from .compare import diff
 from .litellm import ErrorKind, LiteLLMClient, ProxyError
-from .plan import Change, Create, Delete, Plan, Update, diff
+from .plan import Change, Create, Delete, Plan, Update
 from .render import Route
 
 Status = Literal["done", "failed", "unconfirmed", "skipped"]
@@ -167,11 +168,12 @@ def _create(route: Route, client: LiteLLMClient) -> str:
 
 
 def _update(change: Update, client: LiteLLMClient) -> str:
+    """An in-place PATCH: it never removes a top-level key (the plan makes that a replacement,
+    a create of the next generation before the delete), so it never needs a re-create."""
     route = change.route
-    remove = change.removed_params
     for _ in range(WRITE_ATTEMPTS):
         try:
-            stored = client.update(route, remove)
+            client.update(route)
         except ProxyError as exc:
             if exc.kind is ErrorKind.NOT_FOUND:
                 client.create(route)  # deleted by someone since the plan: put it back
@@ -181,14 +183,6 @@ def _update(change: Update, client: LiteLLMClient) -> str:
             if _matches(client.find_route(route.id), route):
                 return f"updated ({exc.status or 'no answer'} answered; read back: matches)"
             continue  # PATCH carries the full desired state, so sending it again is safe
-        kept = [k for k in remove if k in (stored.get("litellm_params") or {})]
-        if kept:
-            # LiteLLM 1.108 ignores litellm_params_to_remove; only a re-create drops keys.
-            client.delete(route.id)
-            client.create(route)
-            return (
-                f"re-created to remove {', '.join(kept)} (this LiteLLM cannot remove keys in place)"
-            )
         return "updated"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 

@@ -6,7 +6,7 @@ import enum
 import json
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -257,16 +257,16 @@ class LiteLLMClient:
     def create(self, route: Route) -> None:
         self._send("POST", f"{self.write_url}/model/new", write=True, json=route.deployment())
 
-    def update(self, route: Route, remove: Sequence[str] = ()) -> Mapping[str, Any]:
+    def update(self, route: Route) -> None:
         """PATCH with the full desired litellm_params and model_info including its id (without
-        it LiteLLM stores a random id). Returns the stored row as LiteLLM answers it."""
-        body = route.deployment()
-        if remove:
-            body["litellm_params_to_remove"] = list(remove)
-        answer = self._send(
-            "PATCH", f"{self.write_url}/model/{route.id}/update", write=True, json=body
+        it LiteLLM stores a random id). PATCH replaces each top-level key it is sent and keeps
+        the others: it removes none (1.98-1.108; 1.110 only litellm_params_to_remove)."""
+        self._send(
+            "PATCH",
+            f"{self.write_url}/model/{route.id}/update",
+            write=True,
+            json=route.deployment(),
         )
-        return answer if isinstance(answer, dict) else {}
 
     def delete(self, route_id: str) -> None:
         self._send("POST", f"{self.write_url}/model/delete", write=True, json={"id": route_id})

@@ -3,29 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from deepdiff import DeepDiff
-
+from .compare import FieldChange, diff, prune_before, removed_keys, shown, update_before
 from .fleet import Fleet, normalise_address
-from .normalise import clean_info, clean_params
 from .ownership import claim
-from .render import Route, canonical_json
-
-ABSENT = "(absent)"
-
-
-@dataclass(frozen=True)
-class FieldChange:
-    path: str  # e.g. "litellm_params.api_base"
-    before: Any  # ABSENT when the key is missing on the live route
-    after: Any  # ABSENT when fleet.yaml no longer sets it
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "before": self.before, "after": self.after}
+from .render import Route, canonical_json, generation, with_generation
 
 
 @dataclass(frozen=True)
@@ -50,6 +36,10 @@ class RouteChange:
 @dataclass(frozen=True)
 class Create(RouteChange):
     action: Literal["create"] = "create"
+    # A replacement: the id of the live route it replaces (deleted after this is created) and
+    # what differs from it. LiteLLM cannot remove a key in place, so removing one is this.
+    replaces: str | None = None
+    diff: tuple[FieldChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,18 +48,19 @@ class Update(RouteChange):
     diff: tuple[FieldChange, ...]
     action: Literal["update"] = "update"
 
-    @property
-    def removed_params(self) -> tuple[str, ...]:
-        """litellm_params keys live has and fleet.yaml no longer wants."""
-        wanted = set(view(self.route)["litellm_params"])
-        return tuple(sorted(set(view(self.before)["litellm_params"]) - wanted))
-
 
 @dataclass(frozen=True)
 class Delete(RouteChange):
     reason: str
-    replaced_by: str | None = None  # id of the tagged route created in its place
+    replaced_by: str | None = None  # id of the route created in its place
     action: Literal["delete"] = "delete"
+    removes: tuple[str, ...] = ()  # the keys whose removal replaces this route
+
+    @property
+    def prune(self) -> bool:
+        """Counted by the safety rails: a route removed, or replaced to drop keys (its
+        replacement has a new id; the rails see both sides like any prune)."""
+        return self.replaced_by is None or bool(self.removes)
 
 
 Change = Create | Update | Delete
@@ -120,73 +111,37 @@ class Plan:
         }
 
 
-def view(route: Route, info_keys: Iterable[str] | None = None) -> dict[str, Any]:
-    """The comparable form of a route. model_info is compared on the keys fleet.yaml sets
-    (LiteLLM enriches the rest, and PATCH merges model_info so extra keys cannot be removed);
-    api_key is compared through the digest tag because LiteLLM never returns it."""
-    params = {k: v for k, v in clean_params(route.litellm_params).items() if k != "api_key"}
-    info = clean_info(route.model_info)
-    if info_keys is not None:
-        keys = set(info_keys)
-        info = {k: v for k, v in info.items() if k in keys}
-    return {"model_name": route.model_name, "litellm_params": params, "model_info": info}
-
-
-def shown(route: Route) -> dict[str, Any]:
-    """A route as plans show it: comparable fields plus the api_key reference we send."""
-    out = view(route)
-    if "api_key" in route.litellm_params:
-        out["litellm_params"]["api_key"] = clean_params(route.litellm_params)["api_key"]
-    return out
-
-
-def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
-    after = view(desired)
-    before = view(live, after["model_info"].keys())
-    result = DeepDiff(before, after, ignore_numeric_type_changes=True, view="tree")
-    changes: list[FieldChange] = []
-    for level in (lvl for group in result.values() for lvl in group):
-        parts = level.path(output_format="list")
-        changes.append(
-            FieldChange(
-                path=".".join(str(p) for p in parts),
-                before=_plain(level.t1),
-                after=_plain(level.t2),
-            )
-        )
-    return tuple(sorted(changes, key=lambda c: c.path))
-
-
-def _plain(value: Any) -> Any:
-    return ABSENT if type(value).__name__ == "NotPresent" else value
-
-
 def change_json(change: Change) -> dict[str, Any]:
-    before = (
-        None
-        if isinstance(change, Create)
-        else shown(change.before if isinstance(change, Update) else change.route)
-    )
-    after = None if isinstance(change, Delete) else shown(change.route)
+    before: dict[str, Any] | None = None
+    if isinstance(change, Update):
+        before = update_before(change.before, change.route, change.diff)
+    elif isinstance(change, Delete):
+        before = prune_before(change.route)
     out: dict[str, Any] = {
         "action": change.action,
         "id": change.id,
         "model_name": change.model_name,
         "host": change.host,
         "before": before,
-        "after": after,
-        "diff": [d.as_dict() for d in change.diff] if isinstance(change, Update) else [],
+        "after": None if isinstance(change, Delete) else shown(change.route),
+        "diff": [d.as_dict() for d in change.diff] if not isinstance(change, Delete) else [],
     }
+    if isinstance(change, Create) and change.replaces:
+        out["replaces"] = change.replaces
     if isinstance(change, Delete):
         out["reason"] = change.reason
         if change.replaced_by:
             out["replaced_by"] = change.replaced_by
+        if change.removes:
+            out["removes"] = list(change.removes)
     return out
 
 
 def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> Plan:
     desired_ids = {r.id for r in desired}
     live_by_id = {r.id: r for r in live}
+    # Every generation of a desired id is that host's route (see render.generation).
+    desired_ids |= {r.id for r in live if generation(r.id)[0] in desired_ids}
     owned: dict[str, Route] = {}
     adopted: set[str] = set()
     ignored: list[Ignored] = []
@@ -201,20 +156,39 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
 
     creates: list[Change] = []
     updates: list[Change] = []
+    deletes: list[Change] = []
+    generations: dict[str, list[Route]] = {}
+    for route in sorted(owned.values(), key=lambda r: generation(r.id)[1]):
+        generations.setdefault(generation(route.id)[0], []).append(route)
     for route in desired:
-        current = live_by_id.get(route.id)
-        if current is None:
-            creates.append(Create(route))
-        elif current.id in owned:
-            changes = diff(current, route)
-            if changes:
-                updates.append(Update(route=route, before=current, diff=changes))
+        found = generations.get(route.id, [])
+        if not found:
+            if route.id not in live_by_id:  # else held by a route this fleet does not own
+                creates.append(Create(route))
+            continue
+        *older, current = found
+        target, change, removes = _converge(route, current, live_by_id)
+        if isinstance(change, Create):
+            creates.append(change)
+            deletes.append(
+                Delete(
+                    current,
+                    f"LiteLLM cannot remove {', '.join(removes)} from a route in place",
+                    replaced_by=target.id,
+                    removes=removes,
+                )
+            )
+        elif change is not None:
+            updates.append(change)
+        deletes += [
+            Delete(old, f"an older generation of host {old.host or '?'}", replaced_by=target.id)
+            for old in older
+        ]
 
     by_address = {
         (r.model_name, normalise_address(r.api_base or "")): r.id for r in desired if r.api_base
     }
     drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
-    deletes: list[Change] = []
     for route in owned.values():
         if route.id in desired_ids:
             continue
@@ -248,6 +222,26 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
         declared_models=fleet.model_names,
         live_groups=tuple(sorted(groups.items())),
     )
+
+
+def _converge(
+    desired: Route, current: Route, live_by_id: dict[str, Route]
+) -> tuple[Route, Create | Update | None, tuple[str, ...]]:
+    """What brings the host's current live route to the desired one: nothing, an in-place
+    update, or, when keys must go (LiteLLM cannot remove one in place), a create of the next
+    generation, whose Delete of the current route follows it (create first: no gap).
+    Returns (the route that will serve, the change, the keys removed)."""
+    target = with_generation(desired, generation(current.id)[1])
+    changes = diff(current, target)
+    removes = removed_keys(changes, target)
+    if not removes:
+        return target, (Update(target, before=current, diff=changes) if changes else None), ()
+    n = generation(current.id)[1] + 1
+    while with_generation(desired, n).id in live_by_id:  # held by a route not this fleet's
+        n += 1
+    successor = with_generation(desired, n)
+    replace = Create(successor, replaces=current.id, diff=diff(current, successor))
+    return successor, replace, removes
 
 
 def _address(route: Route) -> str:

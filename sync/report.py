@@ -7,7 +7,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .apply import Result
-from .plan import ABSENT, Change, Create, Plan, Update, shown
+from .compare import ABSENT, UNREADABLE, FieldChange, shown
+from .plan import Change, Create, Plan, Update
 from .problems import Problem
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
@@ -27,7 +28,7 @@ def summary(plan: Plan) -> str:
 
 
 def _value(v: Any) -> str:
-    return ABSENT if v == ABSENT else json.dumps(v, ensure_ascii=False)
+    return v if v in (ABSENT, UNREADABLE) else json.dumps(v, ensure_ascii=False)
 
 
 def _label(change: Change) -> str:
@@ -35,9 +36,18 @@ def _label(change: Change) -> str:
     return f"{change.model_name}{host} ({change.id})"
 
 
+def _field(d: FieldChange) -> str:
+    via = " (checked through the digest)" if d.checked == "digest" else ""
+    return f"{d.path}: {_value(d.before)} -> {_value(d.after)}{via}"
+
+
 def _lines(change: Change) -> list[str]:
     if isinstance(change, Update):
-        return [f"{d.path}: {_value(d.before)} -> {_value(d.after)}" for d in change.diff]
+        return [_field(d) for d in change.diff]
+    if isinstance(change, Create) and change.replaces:
+        return [f"replaces {change.replaces} (created first, then it is deleted):"] + [
+            _field(d) for d in change.diff
+        ]
     if isinstance(change, Create):
         params = shown(change.route)["litellm_params"]
         return [f"{k}: {_value(v)}" for k, v in params.items()]
