@@ -243,12 +243,13 @@ def test_saved_plan_goes_stale(proxy: Proxy, tmp_path: Path, fleet_name: str) ->
     saved = tmp_path / "plan.json"
     assert fleet_sync(["plan", "-f", str(fleet), "--out", str(saved)], proxy.env()).code == 0
     rid = route_id(fleet_name, model, "a")
-    with proxy.http() as http:  # live state moves between review and apply
-        http.patch(f"/model/{rid}/update", json={"litellm_params": {"rpm": 7}})
+    moved = "http://10.0.0.77:8000/v1"
+    with proxy.http() as http:  # live state moves between review and apply (a hand edit)
+        http.patch(f"/model/{rid}/update", json={"litellm_params": {"api_base": moved}})
     run = fleet_sync(["apply", "-f", str(fleet), "--plan", str(saved)], proxy.env())
     assert run.code == 3 and "stale" in run.err
     route = proxy.route(rid)
-    assert route is not None and route["litellm_params"]["api_base"] == OLD  # nothing written
+    assert route is not None and route["litellm_params"]["api_base"] == moved  # nothing written
     assert fleet_sync(["plan", "-f", str(fleet), "--out", str(saved)], proxy.env()).code == 0
     apply_ok(proxy, fleet, "--plan", str(saved))
 
@@ -287,8 +288,18 @@ def test_removed_param_is_dropped(proxy: Proxy, tmp_path: Path, fleet_name: str)
     )
     apply_ok(proxy, fleet)
     write_fleet(fleet, fleet_name, {model: {"hosts": {"a": OLD}}})
+    # LiteLLM cannot remove a key in place: the route is replaced by the next generation of
+    # its id, created before the old one is deleted.
+    plan = plan_json(proxy, fleet)
+    rid = route_id(fleet_name, model, "a")
+    assert [(c["action"], c["id"]) for c in plan["changes"]] == [
+        ("create", f"{rid}-g2"),
+        ("delete", rid),
+    ]
+    assert plan["changes"][1]["removes"] == ["litellm_params.rpm"]
     apply_ok(proxy, fleet)
-    route = proxy.route(route_id(fleet_name, model, "a"))
+    assert proxy.ids(model) == [f"{rid}-g2"]
+    route = proxy.route(f"{rid}-g2")
     assert route is not None and "rpm" not in route["litellm_params"]
 
 

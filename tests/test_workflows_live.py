@@ -117,7 +117,8 @@ def test_plan_apply_drift_workflows_run_as_on_github(
     assert run_step(drift_step, values, env, work) == 0
     with proxy.http() as http:
         http.patch(
-            f"/model/{route_id(fleet_name, model, 'a')}/update", json={"litellm_params": {"rpm": 3}}
+            f"/model/{route_id(fleet_name, model, 'a')}/update",
+            json={"litellm_params": {"api_base": "http://10.0.0.98:8000/v1"}},
         )
     assert run_step(drift_step, values, env, work) == 2
     issues = [i for i in fake_github.issues.values() if "pull_request" not in i]
