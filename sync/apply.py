@@ -34,7 +34,8 @@ class Result:
 
     @property
     def complete(self) -> bool:
-        return all(o.status == "done" for o in self.outcomes)
+        """Every change confirmed, and none withheld for want of a serving host."""
+        return all(o.status == "done" for o in self.outcomes) and not self.plan.withheld
 
     def count(self, status: Status) -> int:
         return sum(1 for o in self.outcomes if o.status == status)

@@ -21,6 +21,7 @@ from .cli_common import (
     EXIT_OK,
     EXIT_REFUSED,
     Exit,
+    check_can_write,
     connect,
     current_plan,
     fail,
@@ -30,10 +31,15 @@ from .cli_common import (
     proxy_options,
     read_fleet,
     read_live,
+    read_proxy_options,
+    write_key,
 )
+from .cli_health import gate_plan, health_options, verify_result
+from .cli_hosts import import_command, propose, set_host
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
 from .plan import Plan, make_plan
+from .probe import PROBE_TIMEOUT
 from .problems import FleetError, Problem
 from .render import render, render_config
 from .report import (
@@ -45,6 +51,7 @@ from .report import (
     result_text,
     to_json,
 )
+from .report_health import verify_text
 from .safety import refusals
 
 
@@ -125,7 +132,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
 
 @cli.command()
 @fleet_option
-@proxy_options
+@read_proxy_options
 @format_option("text", "markdown", "json")
 @click.option(
     "--out",
@@ -145,6 +152,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     help="What 'this PR changes' is measured against (default: the event's base sha; the "
     "merge base with HEAD is used).",
 )
+@health_options
 def plan(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -155,12 +163,17 @@ def plan(
     detailed_exitcode: bool,
     github_comment: bool,
     base_ref: str | None,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_live(client)
-    the_plan = make_plan(fleet, render(fleet), live)
+    the_plan = gate_plan(
+        fleet, make_plan(fleet, render(fleet), live), probe, require_healthy, probe_timeout
+    )
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
@@ -201,6 +214,13 @@ def plan(
     is_flag=True,
     help="Post the result on the pull request merged as GITHUB_SHA.",
 )
+@health_options
+@click.option(
+    "--verify",
+    is_flag=True,
+    help="After apply, send one max_tokens=1 chat request per changed model group through the "
+    "proxy and report which host answered; a failed one exits 4.",
+)
 def apply(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -213,11 +233,21 @@ def apply(
     concurrency: int,
     confirm_timeout: float,
     github_comment: bool,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
+    verify: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
     fleet = read_fleet(fleet_file)
     with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client, confirm_timeout)
+        the_plan = gate_plan(
+            fleet,
+            current_plan(fleet, client, confirm_timeout),
+            probe,
+            require_healthy,
+            probe_timeout,
+        )
         unsafe = refusals(the_plan, fleet.max_prune_percent)
         if dry_run:
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
@@ -230,18 +260,29 @@ def apply(
         if the_plan.empty:
             result = Result(the_plan, ())
         else:
+            check_can_write(client)
             if fmt == "text":
                 show_plan(the_plan, "text")
             result = run_apply(the_plan, client, concurrency, confirm_timeout)
+    # api_key is set: connect() refuses to run without it.
+    verified = (
+        verify_result(result, fleet, client.write_url, api_key or "", timeout) if verify else ()
+    )
     if fmt == "json":
-        click.echo(to_json(result_json(result)), nl=False)
-    elif the_plan.empty:
-        click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
+        body = result_json(result)
+        if verify:
+            body["verify"] = [v.as_dict() for v in verified]
+        click.echo(to_json(body), nl=False)
     else:
-        click.echo(result_text(result), nl=False)
+        if the_plan.empty:
+            click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
+        else:
+            click.echo(result_text(result), nl=False)
+        if verify:
+            click.echo(verify_text(verified, client.write_url), nl=False)
     if github_comment:
-        on_github(lambda: gitops.comment_result(result, os.environ))
-    if not result.complete:
+        on_github(lambda: gitops.comment_result(result, os.environ, verified))
+    if not result.complete or not all(v.ok for v in verified):
         raise Exit(EXIT_INCOMPLETE)
 
 
@@ -273,14 +314,18 @@ def check_saved(saved: Path, live_plan: Plan) -> None:
 
 @cli.command()
 @fleet_option
-@proxy_options
+@read_proxy_options
 @format_option("text", "markdown", "json")
 @click.option(
     "--github-issue",
     is_flag=True,
     help="Open or update one drift issue per fleet (label fleet-drift); close it once clean.",
 )
-@click.option("--fix", is_flag=True, help="Self-heal: apply when there is drift (safety applies).")
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Self-heal: apply when there is drift (safety applies; needs LITELLM_PROXY_API_KEY).",
+)
 def drift(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -293,8 +338,9 @@ def drift(
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
     fleet = read_fleet(fleet_file)
     code = EXIT_OK
-    with connect(proxy_urls, api_key, timeout) as client:
-        the_plan = current_plan(fleet, client)
+    with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
+        # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
+        the_plan = gate_plan(fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT)
         show_plan(the_plan, fmt)
         if fix and not the_plan.empty:
             unsafe = refusals(the_plan, fleet.max_prune_percent)
@@ -302,16 +348,23 @@ def drift(
                 click.echo("error: --fix refused: " + " | ".join(unsafe), err=True)
                 code = EXIT_REFUSED
             else:
+                check_can_write(client)
                 result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
-                the_plan = current_plan(fleet, client)
+                the_plan = gate_plan(
+                    fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT
+                )
     if github_issue:
         on_github(lambda: gitops.report_drift(the_plan, os.environ))
     if code != EXIT_OK:
         raise Exit(code)
     if not the_plan.empty:
         raise Exit(EXIT_CHANGES)
+
+
+for _command in (set_host, propose, import_command):
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -64,6 +64,11 @@ class Fleet:
     defaults: Defaults
     max_prune_percent: float
     models: tuple[Model, ...]
+    health: str | None = None  # "probe" | "require": probe hosts on every plan and apply
+
+    @property
+    def requires_health(self) -> bool:
+        return self.health == "require"
 
     @property
     def model_names(self) -> frozenset[str]:
@@ -381,4 +386,5 @@ def _build(data: dict[str, Any]) -> Fleet:
         defaults=defaults,
         max_prune_percent=float(safety.get("max_prune_percent", DEFAULT_MAX_PRUNE_PERCENT)),
         models=models,
+        health=data.get("health"),
     )

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from .compare import FieldChange, diff, prune_before, removed_keys, shown, update_before
 from .fleet import Fleet, normalise_address
+from .health import HostHealth
 from .ownership import claim
 from .render import Route, canonical_json, generation, with_generation
 
@@ -73,6 +74,14 @@ class Ignored:
 
 
 @dataclass(frozen=True)
+class Withheld:
+    """A change held back because its host does not serve (health: require); not applied."""
+
+    change: Change
+    reason: str
+
+
+@dataclass(frozen=True)
 class Plan:
     fleet: str
     changes: tuple[Change, ...]
@@ -81,10 +90,17 @@ class Plan:
     desired_count: int  # routes fleet.yaml renders
     declared_models: frozenset[str]
     live_groups: tuple[tuple[str, int], ...]  # (model_name, live routes) over all routes
+    # Set by healthgate.gate when hosts were probed: changes holds only what apply may write.
+    withheld: tuple[Withheld, ...] = ()
+    health: tuple[HostHealth, ...] | None = None  # None: not probed
 
     @property
     def empty(self) -> bool:
-        return not self.changes
+        return not self.changes and not self.withheld
+
+    def health_of(self, route_id: str) -> HostHealth | None:
+        base = generation(route_id)[0]  # a host is probed under its first id
+        return next((h for h in self.health or () if h.route_id == base), None)
 
     def of(self, action: str) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.action == action)
@@ -103,12 +119,23 @@ class Plan:
             "fleet": self.fleet,
             "hash": self.hash,
             "summary": {a: len(self.of(a)) for a in ("create", "update", "delete")},
-            "changes": self.changes_json(),
+            "changes": [self._with_health(c, change_json(c)) for c in self.changes],
             "ignored": [
                 {"id": i.route.id, "model_name": i.route.model_name, "reason": i.reason}
                 for i in self.ignored
             ],
+            "withheld": [
+                {**self._with_health(w.change, change_json(w.change)), "withheld": w.reason}
+                for w in self.withheld
+            ],
+            "health": None if self.health is None else [h.as_dict() for h in self.health],
         }
+
+    def _with_health(self, change: Change, body: dict[str, Any]) -> dict[str, Any]:
+        """A change's JSON with its host's probe result (outside the hash: a probe is not a
+        change, and a host that flaps must not make a reviewed plan stale)."""
+        health = None if isinstance(change, Delete) else self.health_of(change.id)
+        return {**body, "health": health.as_dict()} if health else body
 
 
 def change_json(change: Change) -> dict[str, Any]:

@@ -8,14 +8,25 @@ from typing import Any
 
 from .apply import Result
 from .compare import ABSENT, UNREADABLE, FieldChange, shown
+from .health import Verified
 from .plan import Change, Create, Plan, Update
 from .problems import Problem
+from .report_health import (
+    change_health,
+    code_safe,
+    health_line,
+    probe_summary,
+    unhealthy_markdown,
+    unhealthy_text,
+    verify_markdown,
+)
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 COLOUR = {"create": "\033[32m", "update": "\033[33m", "delete": "\033[31m"}
 RESET, DIM = "\033[0m", "\033[2m"
 IGNORED_SHOWN = 20  # a shared proxy can hold thousands of other fleets' routes
 STATUS_ICON = {"done": "✅", "failed": "❌", "unconfirmed": "⚠️", "skipped": "⏭️"}
+WITHHELD_ICON = "⏸️"
 
 
 def to_json(value: Any) -> str:
@@ -24,7 +35,8 @@ def to_json(value: Any) -> str:
 
 def summary(plan: Plan) -> str:
     c, u, d = (len(plan.of(a)) for a in ("create", "update", "delete"))
-    return f"+{c} create, ~{u} update, -{d} prune"
+    held = f", {len(plan.withheld)} withheld" if plan.withheld else ""
+    return f"+{c} create, ~{u} update, -{d} prune{held}"
 
 
 def _value(v: Any) -> str:
@@ -65,6 +77,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
         return f"{COLOUR[action]}{text}{RESET}" if colour else text
 
     out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}"]
+    out += [line for line in [probe_summary(plan)] if line]
     if plan.empty:
         out.append("No changes. The proxy matches fleet.yaml.")
     for change in plan.changes:
@@ -72,6 +85,14 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
             paint(change.action, f"{SYMBOL[change.action]} {change.action} {_label(change)}")
         )
         out += [f"    {line}" for line in _lines(change)]
+        out += [f"    {health_line(h)}" for h in [change_health(plan, change)] if h]
+    if plan.withheld:
+        out.append(f"withheld by health: require, not applied ({len(plan.withheld)}):")
+        for w in plan.withheld:
+            out.append(f"! {w.change.action} {_label(w.change)}")
+            out += [f"    {line}" for line in _lines(w.change)]
+            out.append(f"    withheld: {w.reason}")
+    out += unhealthy_text(plan)
     if plan.ignored:
         out.append(
             f"{DIM if colour else ''}ignored ({len(plan.ignored)}):{RESET if colour else ''}"
@@ -91,7 +112,11 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
     out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
-    out += changes_markdown(plan.changes) or ["No changes. The proxy matches fleet.yaml.", ""]
+    out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
+    out += changes_markdown(plan.changes, plan) or (
+        [] if plan.withheld else ["No changes. The proxy matches fleet.yaml.", ""]
+    )
+    out += withheld_markdown(plan) + unhealthy_markdown(plan)
     out += ignored_markdown(plan)
     out.append(f"<sub>plan hash `{plan.hash}`</sub>")
     return "\n".join(out) + "\n"
@@ -107,8 +132,27 @@ def ignored_markdown(plan: Plan) -> list[str]:
     return [head, "", *items, "", "</details>", ""]
 
 
-def changes_markdown(changes: Iterable[Change]) -> list[str]:
-    """Changes grouped by model; each group folds when it is long."""
+def withheld_markdown(plan: Plan) -> list[str]:
+    """Changes health: require holds back: their host does not serve the declared model."""
+    if not plan.withheld:
+        return []
+    out = [
+        f"#### {WITHHELD_ICON} Withheld: the host does not serve its model ({len(plan.withheld)})",
+        "<sub>health: require: apply leaves these routes as they are and exits 4.</sub>",
+        "",
+        "```diff",
+    ]
+    for w in plan.withheld:
+        c = w.change
+        out.append(f"! {c.action} {c.model_name} {c.host or c.id} ({c.id})")
+        out += [f"!     {line}" for line in _lines(c)]
+        out.append(f"!     withheld: {code_safe(w.reason)}")
+    return [*out, "```", ""]
+
+
+def changes_markdown(changes: Iterable[Change], plan: Plan | None = None) -> list[str]:
+    """Changes grouped by model; each group folds when it is long. With the plan, each change
+    shows its host's probe result (when the hosts were probed)."""
     groups: dict[str, list[Change]] = {}
     for change in changes:
         groups.setdefault(change.model_name, []).append(change)
@@ -125,6 +169,8 @@ def changes_markdown(changes: Iterable[Change]) -> list[str]:
                 f"{SYMBOL[change.action]} {change.action} {change.host or change.id} ({change.id})"
             )
             body += [f"{SYMBOL[change.action]}     {line}" for line in _lines(change)]
+            health = change_health(plan, change) if plan else None
+            body += [f"      {code_safe(health_line(health, icon=True))}"] if health else []
         body.append("```")
         if len(body) > 20:
             out += [
@@ -150,8 +196,10 @@ def pr_markdown(
     """The pull-request view: what this PR changes apart from drift that is already live."""
     out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
+    out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
+    out += withheld_markdown(plan)
     out += [f"#### This PR changes ({len(this_pr)})", f"<sub>{base_note}</sub>", ""]
-    out += changes_markdown(this_pr) or ["Nothing: fleet.yaml changes no route.", ""]
+    out += changes_markdown(this_pr, plan) or ["Nothing: fleet.yaml changes no route.", ""]
     if drift:
         out += [
             f"#### Drift already live ({len(drift)})",
@@ -159,7 +207,8 @@ def pr_markdown(
             "repairs these as well.</sub>",
             "",
         ]
-        out += changes_markdown(drift)
+        out += changes_markdown(drift, plan)
+    out += unhealthy_markdown(plan)
     out += ignored_markdown(plan)
     out.append(f"<sub>plan hash `{plan.hash}`</sub>")
     return "\n".join(out) + "\n"
@@ -172,23 +221,27 @@ def result_text(result: Result) -> str:
     out = [
         f"fleet {result.plan.fleet}: {result.count('done')} done, {result.count('failed')} failed, "
         f"{result.count('unconfirmed')} unconfirmed, {result.count('skipped')} skipped"
+        + (f", {len(result.plan.withheld)} withheld" if result.plan.withheld else "")
     ]
     for o in result.outcomes:
         out.append(f"  {o.status:<11} {o.change.action} {_label(o.change)}: {o.detail}")
+    for w in result.plan.withheld:
+        out.append(f"  {'withheld':<11} {w.change.action} {_label(w.change)}: {w.reason}")
     return "\n".join(out) + "\n"
 
 
-def result_markdown(result: Result, note: str = "") -> str:
+def result_markdown(result: Result, note: str = "", verified: Sequence[Verified] = ()) -> str:
     verdict = "applied" if result.complete else "**incomplete**"
     out = [f"### fleet-sync apply for `{result.plan.fleet}`: {verdict}", ""]
     if note:
         out += [f"> [!NOTE]\n> {note}", ""]
     out += [
         f"{result.count('done')} done, {result.count('failed')} failed, "
-        f"{result.count('unconfirmed')} unconfirmed, {result.count('skipped')} skipped",
+        f"{result.count('unconfirmed')} unconfirmed, {result.count('skipped')} skipped"
+        + (f", {len(result.plan.withheld)} withheld" if result.plan.withheld else ""),
         "",
     ]
-    if result.outcomes:
+    if result.outcomes or result.plan.withheld:
         out += ["| | change | model | host | detail |", "|---|---|---|---|---|"]
         for o in result.outcomes:
             detail = o.detail.replace("|", "\\|")
@@ -196,6 +249,13 @@ def result_markdown(result: Result, note: str = "") -> str:
                 f"| {STATUS_ICON[o.status]} {o.status} | {o.change.action} | "
                 f"`{o.change.model_name}` | {o.change.host or ''} | {detail} |"
             )
+        for w in result.plan.withheld:
+            reason = w.reason.replace("|", "\\|")
+            out.append(
+                f"| {WITHHELD_ICON} withheld | {w.change.action} | `{w.change.model_name}` | "
+                f"{w.change.host or ''} | {reason} |"
+            )
+    out += verify_markdown(verified)
     out += ["", f"<sub>plan hash `{result.plan.hash}`</sub>"]
     return "\n".join(out) + "\n"
 
@@ -218,6 +278,17 @@ def result_json(result: Result) -> dict[str, Any]:
             }
             for o in result.outcomes
         ],
+        "withheld": [
+            {
+                "action": w.change.action,
+                "id": w.change.id,
+                "model_name": w.change.model_name,
+                "host": w.change.host,
+                "reason": w.reason,
+            }
+            for w in result.plan.withheld
+        ],
+        "health": None if result.plan.health is None else [h.as_dict() for h in result.plan.health],
     }
 
 

@@ -17,9 +17,20 @@ from .proxyharness import REPO, fleet_sync
 COMMANDS = {
     "validate": ["--format [text|github|json]", "FILES"],
     "render": ["config.yaml fragment", "--output"],
-    "plan": ["--detailed-exitcode", "--out", "--github-comment", "--proxy-url"],
-    "apply": ["--plan", "--force", "--dry-run", "--confirm-timeout", "LITELLM_PROXY_API_KEY"],
+    "plan": ["--detailed-exitcode", "--out", "--github-comment", "--proxy-url", "--probe"],
+    "apply": [
+        "--plan",
+        "--force",
+        "--dry-run",
+        "--confirm-timeout",
+        "LITELLM_PROXY_API_KEY",
+        "--require-healthy",
+        "--verify",
+    ],
     "drift": ["--github-issue", "--fix", "exit 2"],
+    "set-host": ["--api-base", "--enable / --disable", "--add", "exit 1"],
+    "propose": ["--automerge", "--apply-workflow", "--probe", "GITHUB_REF_NAME"],
+    "import": ["--output", "--fleet", "--model", "model_groups"],
 }
 
 

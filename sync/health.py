@@ -1,0 +1,110 @@
+"""Whether a host serves its model, as plain values: the probe (an edge) produces them, the plan
+core and the reports only read them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+HealthState = Literal["serves", "other_model", "no_answer"]
+# What a plan says for each state, beside the change.
+STATE_TEXT = {
+    "serves": "serves",
+    "other_model": "serves something else",
+    "no_answer": "not answering",
+}
+MODELS_SHOWN = 10
+ID_SHOWN = 200  # an upstream may list hundreds of models; the plan names a few
+
+
+@dataclass(frozen=True)
+class HostHealth:
+    """One enabled host of fleet.yaml, probed at its api_base with GET {api_base}/models."""
+
+    route_id: str
+    model_name: str
+    host: str
+    api_base: str
+    served_model: str
+    state: HealthState
+    models: tuple[str, ...] = ()  # what the host listed (other_model, serves)
+    detail: str = ""  # why it is not answering
+    key_note: str = ""  # e.g. the key's variable is not set where fleet-sync runs
+
+    @property
+    def serves(self) -> bool:
+        return self.state == "serves"
+
+    def summary(self) -> str:
+        """One line, e.g. 'serves Qwen/Qwen3.8-27B' or 'not answering (connection refused)'."""
+        if self.state == "serves":
+            text = f"serves {self.served_model}"
+        elif self.state == "other_model":
+            listed = ", ".join(_short(m) for m in self.models[:MODELS_SHOWN]) or "no model"
+            more = len(self.models) - MODELS_SHOWN
+            listed += f" and {more} more" if more > 0 else ""
+            text = f"serves something else: {listed} (not {self.served_model})"
+        else:
+            text = f"not answering ({self.detail})"
+        return f"{text}; {self.key_note}" if self.key_note else text
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "route_id": self.route_id,
+            "model_name": self.model_name,
+            "host": self.host,
+            "api_base": self.api_base,
+            "served_model": self.served_model,
+            "state": self.state,
+            "models": list(self.models),
+            "detail": self.detail,
+            "key_note": self.key_note,
+        }
+
+
+@dataclass(frozen=True)
+class Verified:
+    """One model group asked through the proxy after apply (apply --verify)."""
+
+    model_name: str
+    ok: bool
+    detail: str
+    route_id: str | None = None  # the deployment that answered (or failed), when LiteLLM said
+    host: str | None = None  # its host in fleet.yaml, when it is one of this fleet's routes
+    api_base: str | None = None  # where LiteLLM sent the request
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "model_name": self.model_name,
+            "ok": self.ok,
+            "route_id": self.route_id,
+            "host": self.host,
+            "api_base": self.api_base,
+            "detail": self.detail,
+        }
+
+
+def listed_models(body: bytes) -> tuple[str, ...] | str:
+    """The model ids of an OpenAI-compatible /models answer, or why it is not one."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return "the answer is not JSON"
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return "the answer has no data list (not an OpenAI-compatible /models)"
+    return tuple(_printable(e["id"]) for e in entries if isinstance(e, dict) and "id" in e)
+
+
+def _printable(value: Any) -> str:
+    """An upstream's model id on one line (plans print it)."""
+    return "".join(c if c.isprintable() else "?" for c in str(value))
+
+
+def _short(model_id: str) -> str:
+    return model_id if len(model_id) <= ID_SHOWN else model_id[: ID_SHOWN - 1] + "…"
+
+
+def judge(models: tuple[str, ...], served_model: str) -> HealthState:
+    return "serves" if served_model in models else "other_model"

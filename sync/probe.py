@@ -1,0 +1,127 @@
+"""Edge: ask every enabled host of fleet.yaml what it serves (OpenAI-compatible
+GET {api_base}/models), with a short timeout, bounded concurrency and a cap on the answer."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import httpx
+
+from .credentials import is_reference
+from .fleet import Fleet
+from .health import HostHealth, judge, listed_models
+from .render import render
+
+PROBE_TIMEOUT = 5.0
+PROBE_CONCURRENCY = 8
+BODY_CAP = 1 << 20  # a /models answer is a few KiB; a host streaming more is not an API
+
+
+@dataclass(frozen=True)
+class Target:
+    """One enabled host as fleet.yaml renders it: where to ask, with which key, for what."""
+
+    route_id: str
+    model_name: str
+    host: str
+    api_base: str
+    served_model: str
+    key_ref: str | None  # os.environ/NAME, resolved in fleet-sync's own environment
+
+
+def targets(fleet: Fleet) -> tuple[Target, ...]:
+    served = {m.name: m.served_model for m in fleet.models}
+    out = []
+    for route in render(fleet):
+        key = route.litellm_params.get("api_key")
+        out.append(
+            Target(
+                route_id=route.id,
+                model_name=route.model_name,
+                host=route.host or "",
+                api_base=route.api_base or "",
+                served_model=served[route.model_name],
+                key_ref=key if isinstance(key, str) else None,
+            )
+        )
+    return tuple(out)
+
+
+def resolve_key(key_ref: str | None, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """(the key to send, a note for the plan when its variable is not set here)."""
+    if key_ref is None or not is_reference(key_ref):
+        return None, ""
+    name = key_ref.split("/", 1)[1]
+    value = environ.get(name)
+    if not value:
+        return None, f"{name} is not set in fleet-sync's environment: probed without a key"
+    return value, ""
+
+
+def probe_fleet(
+    fleet: Fleet,
+    *,
+    timeout: float = PROBE_TIMEOUT,
+    concurrency: int = PROBE_CONCURRENCY,
+    environ: Mapping[str, str] | None = None,
+    transport: httpx.BaseTransport | None = None,
+) -> tuple[HostHealth, ...]:
+    """One HostHealth per enabled host; one request per distinct (address, key)."""
+    env = os.environ if environ is None else environ
+    wanted = targets(fleet)
+    asks = sorted({(t.api_base, t.key_ref) for t in wanted}, key=lambda a: (a[0], a[1] or ""))
+    with (
+        httpx.Client(timeout=timeout, follow_redirects=False, transport=transport) as http,
+        ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
+    ):
+        answers = dict(
+            zip(
+                asks,
+                pool.map(lambda a: ask(http, a[0], resolve_key(a[1], env)[0], timeout), asks),
+                strict=True,
+            )
+        )
+    out = []
+    for t in wanted:
+        answer = answers[(t.api_base, t.key_ref)]
+        note = resolve_key(t.key_ref, env)[1]
+        common = (t.route_id, t.model_name, t.host, t.api_base, t.served_model)
+        if isinstance(answer, str):
+            out.append(HostHealth(*common, "no_answer", detail=answer, key_note=note))
+        else:
+            out.append(HostHealth(*common, judge(answer, t.served_model), answer, key_note=note))
+    return tuple(out)
+
+
+def ask(
+    http: httpx.Client, api_base: str, key: str | None, timeout: float
+) -> tuple[str, ...] | str:
+    """The models a host lists, or why it gave no usable answer (never echoing the key)."""
+    url = api_base.rstrip("/") + "/models"
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    deadline = time.monotonic() + timeout
+    body = bytearray()
+    try:
+        with http.stream("GET", url, headers=headers) as response:
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > BODY_CAP:
+                    return f"the answer is larger than {BODY_CAP // 1024} KiB"
+                if time.monotonic() > deadline:
+                    return f"the answer took longer than {timeout:g}s"
+            status = response.status_code
+    except httpx.TimeoutException:
+        return f"no answer within {timeout:g}s"
+    except httpx.ConnectError as exc:
+        return f"cannot connect: {exc}"
+    except httpx.HTTPError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if status in (401, 403):
+        return f"GET /models answered {status}: the host refused the key"
+    if not 200 <= status < 300:
+        return f"GET /models answered {status}"
+    return listed_models(bytes(body))

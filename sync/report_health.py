@@ -1,0 +1,89 @@
+"""Probe results and proxy verification as text and markdown lines, for report.py."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .health import HostHealth, Verified
+from .plan import Change, Delete, Plan
+
+ICON = {"serves": "✅", "other_model": "⚠️", "no_answer": "❌"}
+
+
+def probe_summary(plan: Plan) -> str:
+    """'probe: 3 hosts: 2 serve, 1 not answering', or '' when the hosts were not probed."""
+    if plan.health is None:
+        return ""
+    states = [h.state for h in plan.health]
+    parts = [
+        f"{n} {label}"
+        for state, label in (
+            ("serves", "serve"),
+            ("other_model", "serve something else"),
+            ("no_answer", "not answering"),
+        )
+        if (n := sum(1 for s in states if s == state))
+    ]
+    return f"probe: {len(states)} host(s): {', '.join(parts) or 'none enabled'}"
+
+
+def change_health(plan: Plan, change: Change) -> HostHealth | None:
+    return None if isinstance(change, Delete) else plan.health_of(change.id)
+
+
+def health_line(health: HostHealth, icon: bool = False) -> str:
+    mark = f"{ICON[health.state]} " if icon else ""
+    return f"probe: {mark}{health.summary()}"
+
+
+def unchanged_unhealthy(plan: Plan) -> list[HostHealth]:
+    """Hosts that do not serve although the plan changes nothing about them: no change is
+    withheld for them, but a dead route is what a reviewer most needs to hear about."""
+    touched = {c.id for c in plan.changes} | {w.change.id for w in plan.withheld}
+    return [h for h in plan.health or () if not h.serves and h.route_id not in touched]
+
+
+def unhealthy_text(plan: Plan) -> list[str]:
+    hosts = unchanged_unhealthy(plan)
+    if not hosts:
+        return []
+    out = [f"not serving, no change planned ({len(hosts)}):"]
+    return out + [f"    {h.model_name} host={h.host} at {h.api_base}: {h.summary()}" for h in hosts]
+
+
+def unhealthy_markdown(plan: Plan) -> list[str]:
+    hosts = unchanged_unhealthy(plan)
+    if not hosts:
+        return []
+    head = f"<details><summary>Hosts that do not serve, no change planned: {len(hosts)}</summary>"
+    items = [
+        f"- `{h.model_name}` host `{h.host}` at `{h.api_base}`: {ICON[h.state]} {_md(h.summary())}"
+        for h in hosts
+    ]
+    return [head, "", *items, "", "</details>", ""]
+
+
+def verify_text(verified: Sequence[Verified], proxy_url: str) -> str:
+    if not verified:
+        return "verify: no model group changed; nothing to ask through the proxy\n"
+    out = [f"verify through {proxy_url} (POST /v1/chat/completions, max_tokens 1):"]
+    out += [f"  {'ok' if v.ok else 'failed':<7} {v.model_name}: {v.detail}" for v in verified]
+    return "\n".join(out) + "\n"
+
+
+def verify_markdown(verified: Sequence[Verified]) -> list[str]:
+    if not verified:
+        return []
+    out = ["", "Verified through the proxy (one `max_tokens: 1` request per changed model):", ""]
+    out += [f"- {'✅' if v.ok else '❌'} `{v.model_name}`: {_md(v.detail)}" for v in verified]
+    return out
+
+
+def code_safe(text: str) -> str:
+    """Upstream text inside a fenced block: a backtick run could close the fence."""
+    return text.replace("`", "'")
+
+
+def _md(text: str) -> str:
+    """Upstream text (model ids, error messages) kept from breaking the markdown around it."""
+    return text.replace("|", "\\|").replace("<", "&lt;").replace("`", "'")
