@@ -123,14 +123,21 @@ def update_before(live: Route, desired: Route, changes: Iterable[FieldChange]) -
     return out
 
 
-def prune_before(live: Route) -> dict[str, Any]:
+def prune_before(live: Route, replacement: Route | None = None) -> dict[str, Any]:
     """A route to prune as plans show it: the paths fleet-sync recorded writing (readable ones
-    with their live value), or, for a route it did not write, only its model and address."""
+    with their live value). For a route it did not write: the paths of the route replacing it,
+    or else only its model and address (LiteLLM's own keys cannot be told from the rest)."""
     values = _leaves(live)
     record = live.written
     keep: dict[Path, Any] = {("model_info", "id"): live.id}
     keep.update((p, v) for p, v in values.items() if p[0] == "model_info" and p[1] in TAGS)
-    if record is None:
+    if record is None and replacement is not None:
+        record = {
+            p: READ if readable(p, v) else "hidden"
+            for p, v in _leaves(replacement).items()
+            if p[0] == "litellm_params" or (p[1] != "id" and p[1] not in TAGS)
+        }
+    elif record is None:
         keep.update((p, values[p]) for p in OWN_ADDRESS if isinstance(values.get(p), str))
     for path, marker in (record or {}).items():
         if marker != READ:

@@ -56,6 +56,7 @@ class Delete(RouteChange):
     replaced_by: str | None = None  # id of the route created in its place
     action: Literal["delete"] = "delete"
     removes: tuple[str, ...] = ()  # the keys whose removal replaces this route
+    replacement: Route | None = None  # the route created in its place (shapes `before`)
 
     @property
     def prune(self) -> bool:
@@ -143,7 +144,7 @@ def change_json(change: Change) -> dict[str, Any]:
     if isinstance(change, Update):
         before = update_before(change.before, change.route, change.diff)
     elif isinstance(change, Delete):
-        before = prune_before(change.route)
+        before = prune_before(change.route, change.replacement)
     out: dict[str, Any] = {
         "action": change.action,
         "id": change.id,
@@ -213,7 +214,7 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
         ]
 
     by_address = {
-        (r.model_name, normalise_address(r.api_base or "")): r.id for r in desired if r.api_base
+        (r.model_name, normalise_address(r.api_base or "")): r for r in desired if r.api_base
     }
     drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
     for route in owned.values():
@@ -226,7 +227,14 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
                 if replacement
                 else f"untagged route of {route.model_name} at an address no longer listed"
             )
-            deletes.append(Delete(route=route, reason=reason, replaced_by=replacement))
+            deletes.append(
+                Delete(
+                    route=route,
+                    reason=reason,
+                    replaced_by=replacement.id if replacement else None,
+                    replacement=replacement,
+                )
+            )
         elif (route.model_name, route.host) in drained:
             deletes.append(Delete(route, f"host {route.host} is drained (enabled: false)"))
         else:
