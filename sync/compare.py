@@ -42,11 +42,16 @@ def _change(path: Path, before: Any, after: Any, checked: Checked = "read") -> F
 
 
 def _leaves(route: Route) -> dict[Path, Any]:
-    """The route's leaves, fleet-sync's record of paths left out (the digest covers it)."""
+    """The route's leaves, fleet-sync's record of paths left out (the digest covers it). A null
+    is no value: LiteLLM lists ~200 null cost-map fields, and fleet.yaml may not set null."""
     out: dict[Path, Any] = {}
     for section in SECTIONS:
         values = route.litellm_params if section == "litellm_params" else route.model_info
-        out.update((p, v) for p, v in leaves(section, values) if p[:2] != ("model_info", TAG_PATHS))
+        out.update(
+            (p, v)
+            for p, v in leaves(section, values)
+            if v is not None and p[:2] != ("model_info", TAG_PATHS)
+        )
     return out
 
 

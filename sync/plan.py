@@ -13,6 +13,7 @@ from .fleet import Fleet, normalise_address
 from .health import HostHealth
 from .ownership import claim
 from .render import Route, canonical_json, generation, with_generation
+from .versions import LiteLLMRelease
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ class Update(RouteChange):
     before: Route
     diff: tuple[FieldChange, ...]
     action: Literal["update"] = "update"
+    # False: LiteLLM stored the route but its router does not list it (it serves nothing), so
+    # the update is sent even when nothing differs: it is what makes the router load it again.
+    listed: bool = True
+    # Top-level litellm_params keys it removes in place (LiteLLM 1.109+ litellm_params_to_remove).
+    removes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -57,6 +63,7 @@ class Delete(RouteChange):
     action: Literal["delete"] = "delete"
     removes: tuple[str, ...] = ()  # the keys whose removal replaces this route
     replacement: Route | None = None  # the route created in its place (shapes `before`)
+    listed: bool = True  # False: a stored row the router does not list (it serves nothing)
 
     @property
     def prune(self) -> bool:
@@ -75,6 +82,33 @@ class Ignored:
 
 
 @dataclass(frozen=True)
+class Conflict:
+    """A route fleet.yaml wants whose id is held by a live route the fleet does not own: never
+    touched, never reported as matching; apply refuses without --force."""
+
+    desired: Route
+    held_by: Route
+    reason: str  # why the holder is not the fleet's
+
+    @property
+    def id(self) -> str:
+        return self.desired.id
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "model_name": self.desired.model_name,
+            "host": self.desired.host,
+            "held_by": {
+                "model_name": self.held_by.model_name,
+                "fleet": self.held_by.fleet,
+                "source": self.held_by.source,
+            },
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
 class Withheld:
     """A change held back because its host does not serve (health: require); not applied."""
 
@@ -90,14 +124,26 @@ class Plan:
     owned_live: int  # routes the fleet owned on the proxy before the plan
     desired_count: int  # routes fleet.yaml renders
     declared_models: frozenset[str]
-    live_groups: tuple[tuple[str, int], ...]  # (model_name, live routes) over all routes
+    live_groups: tuple[tuple[str, int], ...]  # (model_name, routes the router lists), all routes
     # Set by healthgate.gate when hosts were probed: changes holds only what apply may write.
     withheld: tuple[Withheld, ...] = ()
     health: tuple[HostHealth, ...] | None = None  # None: not probed
+    conflicts: tuple[Conflict, ...] = ()
+    # The LiteLLM version the proxy reported (None: unknown). Shown, never hashed: the same
+    # changes against an upgraded proxy are the same plan.
+    litellm_version: str | None = None
 
     @property
     def empty(self) -> bool:
-        return not self.changes and not self.withheld
+        """Nothing to do and nothing in the way: a conflict is never "matches"."""
+        return not self.changes and not self.withheld and not self.conflicts
+
+    @property
+    def agreement(self) -> str:
+        """What two pods must agree on to plan from either: the changes and conflicts (the
+        hash) and the route counts the safety rules read, never unrelated routes."""
+        declared = [g for g in self.live_groups if g[0] in self.declared_models]
+        return canonical_json([self.hash, self.owned_live, declared])
 
     def health_of(self, route_id: str) -> HostHealth | None:
         base = generation(route_id)[0]  # a host is probed under its first id
@@ -111,7 +157,10 @@ class Plan:
 
     @cached_property  # the canonical JSON of every change; computed once per plan
     def hash(self) -> str:
-        body = canonical_json({"fleet": self.fleet, "changes": self.changes_json()})
+        content: dict[str, Any] = {"fleet": self.fleet, "changes": self.changes_json()}
+        if self.conflicts:
+            content["conflicts"] = [c.as_dict() for c in self.conflicts]
+        body = canonical_json(content)
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
@@ -119,8 +168,10 @@ class Plan:
             "version": 1,
             "fleet": self.fleet,
             "hash": self.hash,
+            "litellm_version": self.litellm_version,
             "summary": {a: len(self.of(a)) for a in ("create", "update", "delete")},
             "changes": [self._with_health(c, change_json(c)) for c in self.changes],
+            "conflicts": [c.as_dict() for c in self.conflicts],
             "ignored": [
                 {"id": i.route.id, "model_name": i.route.model_name, "reason": i.reason}
                 for i in self.ignored
@@ -160,42 +211,69 @@ def change_json(change: Change) -> dict[str, Any]:
         out["reason"] = change.reason
         if change.replaced_by:
             out["replaced_by"] = change.replaced_by
+    if isinstance(change, Update | Delete):
         if change.removes:
             out["removes"] = list(change.removes)
+        if not change.listed:
+            out["listed"] = False  # stored by LiteLLM, not listed by its router
     return out
 
 
-def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> Plan:
-    desired_ids = {r.id for r in desired}
-    live_by_id = {r.id: r for r in live}
+def make_plan(
+    fleet: Fleet,
+    desired: Sequence[Route],
+    live: Sequence[Route],
+    unlisted: Sequence[Route] = (),
+    take_over: bool = False,
+    litellm_version: str | None = None,
+) -> Plan:
+    """`live` is what the router lists (what clients route on); `unlisted` holds rows LiteLLM
+    stored in its database but does not list (a create it could not load): they are the
+    fleet's to repair or prune like any other, but they serve nothing."""
+    desired_by_id = {r.id: r for r in desired}
+    listed_ids = {r.id for r in live}
+    dead = {r.id for r in unlisted} - listed_ids
+    everything = [*live, *(r for r in unlisted if r.id in dead)]
+    live_by_id = {r.id: r for r in everything}
     # Every generation of a desired id is that host's route (see render.generation).
-    desired_ids |= {r.id for r in live if generation(r.id)[0] in desired_ids}
+    claims = {
+        r.id: desired_by_id[b] for r in everything if (b := generation(r.id)[0]) in desired_by_id
+    }
+    claims.update(desired_by_id)
     owned: dict[str, Route] = {}
     adopted: set[str] = set()
     ignored: list[Ignored] = []
-    for route in live:
-        decision = claim(route, fleet, desired_ids)
+    reasons: dict[str, str] = {}
+    for route in everything:
+        decision = claim(route, fleet, claims, take_over)
         if decision.owned:
             owned[route.id] = route
             if decision.adopted:
                 adopted.add(route.id)
+        elif route.id in desired_by_id:
+            reasons[route.id] = decision.reason  # a conflict, listed as such, not as ignored
         else:
             ignored.append(Ignored(route, decision.reason))
 
     creates: list[Change] = []
     updates: list[Change] = []
     deletes: list[Change] = []
+    conflicts: list[Conflict] = []
+    in_place = LiteLLMRelease(litellm_version).removes_params_in_place
     generations: dict[str, list[Route]] = {}
     for route in sorted(owned.values(), key=lambda r: generation(r.id)[1]):
         generations.setdefault(generation(route.id)[0], []).append(route)
     for route in desired:
         found = generations.get(route.id, [])
         if not found:
-            if route.id not in live_by_id:  # else held by a route this fleet does not own
+            holder = live_by_id.get(route.id)
+            if holder is None:
                 creates.append(Create(route))
+            else:  # held by a route this fleet does not own
+                conflicts.append(Conflict(route, holder, reasons[holder.id]))
             continue
         *older, current = found
-        target, change, removes = _converge(route, current, live_by_id)
+        target, change, removes = _converge(route, current, live_by_id, in_place, dead)
         if isinstance(change, Create):
             creates.append(change)
             deletes.append(
@@ -204,12 +282,18 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
                     f"LiteLLM cannot remove {', '.join(removes)} from a route in place",
                     replaced_by=target.id,
                     removes=removes,
+                    listed=current.id not in dead,
                 )
             )
         elif change is not None:
             updates.append(change)
         deletes += [
-            Delete(old, f"an older generation of host {old.host or '?'}", replaced_by=target.id)
+            Delete(
+                old,
+                f"an older generation of host {old.host or '?'}",
+                replaced_by=target.id,
+                listed=old.id not in dead,
+            )
             for old in older
         ]
 
@@ -218,8 +302,9 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
     }
     drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
     for route in owned.values():
-        if route.id in desired_ids:
+        if route.id in claims:
             continue
+        listed = route.id not in dead
         if route.id in adopted:
             replacement = by_address.get((route.model_name, _address(route)))
             reason = (
@@ -229,22 +314,27 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
             )
             deletes.append(
                 Delete(
-                    route=route,
-                    reason=reason,
+                    route,
+                    reason,
                     replaced_by=replacement.id if replacement else None,
                     replacement=replacement,
+                    listed=listed,
                 )
             )
         elif (route.model_name, route.host) in drained:
-            deletes.append(Delete(route, f"host {route.host} is drained (enabled: false)"))
+            deletes.append(
+                Delete(route, f"host {route.host} is drained (enabled: false)", listed=listed)
+            )
         else:
-            deletes.append(Delete(route, f"host {route.host or '?'} is no longer in fleet.yaml"))
+            deletes.append(
+                Delete(route, f"host {route.host or '?'} is no longer in fleet.yaml", listed=listed)
+            )
 
     def order(c: Change) -> tuple[str, str, str]:
         return (c.model_name, c.host or "", c.id)
 
     groups: dict[str, int] = {}
-    for route in live:
+    for route in live:  # what serves: rows the router does not list count for nothing
         groups[route.model_name] = groups.get(route.model_name, 0) + 1
     return Plan(
         fleet=fleet.name,
@@ -256,21 +346,32 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
         desired_count=len(desired),
         declared_models=fleet.model_names,
         live_groups=tuple(sorted(groups.items())),
+        conflicts=tuple(sorted(conflicts, key=lambda c: (c.desired.model_name, c.id))),
+        litellm_version=litellm_version,
     )
 
 
 def _converge(
-    desired: Route, current: Route, live_by_id: dict[str, Route]
+    desired: Route,
+    current: Route,
+    live_by_id: dict[str, Route],
+    in_place: bool,
+    dead: set[str],
 ) -> tuple[Route, Create | Update | None, tuple[str, ...]]:
     """What brings the host's current live route to the desired one: nothing, an in-place
-    update, or, when keys must go (LiteLLM cannot remove one in place), a create of the next
-    generation, whose Delete of the current route follows it (create first: no gap).
-    Returns (the route that will serve, the change, the keys removed)."""
+    update (removing litellm_params keys too where PATCH honours litellm_params_to_remove),
+    or, when other keys must go, a create of the next generation, whose Delete of the current
+    route follows it (create first: no gap). Returns (the route that will serve, the change,
+    the keys removed)."""
     target = with_generation(desired, generation(current.id)[1])
     changes = diff(current, target)
     removes = removed_keys(changes, target)
-    if not removes:
-        return target, (Update(target, before=current, diff=changes) if changes else None), ()
+    listed = current.id not in dead
+    if not removes or (in_place and all(r.startswith("litellm_params.") for r in removes)):
+        if not changes and listed:
+            return target, None, ()
+        update = Update(target, before=current, diff=changes, listed=listed, removes=removes)
+        return target, update, ()
     n = generation(current.id)[1] + 1
     while with_generation(desired, n).id in live_by_id:  # held by a route not this fleet's
         n += 1

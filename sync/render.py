@@ -17,10 +17,11 @@ from .normalise import SECTIONS, Path, leaves, readable
 TAG_FLEET = "fleet_sync_fleet"
 TAG_HOST = "fleet_sync_host"
 TAG_DIGEST = "fleet_sync_digest"
+TAG_SOURCE = "fleet_sync_source"  # the repository that writes the route (see ownership.py)
 # The leaf paths fleet-sync wrote, each as "read <path>" (compared with the live value) or
 # "sha256:<digest of the value> <path>" (LiteLLM masks or resolves it: compared through this).
 TAG_PATHS = "fleet_sync_paths"
-TAGS = frozenset({TAG_FLEET, TAG_HOST, TAG_DIGEST, TAG_PATHS})
+TAGS = frozenset({TAG_FLEET, TAG_HOST, TAG_DIGEST, TAG_PATHS, TAG_SOURCE})
 READ = "read"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # A route id and its generation: <base>, then <base>-g2, <base>-g3 ... for the routes that
@@ -45,6 +46,11 @@ class Route:
     @property
     def host(self) -> str | None:
         value = self.model_info.get(TAG_HOST)
+        return value if isinstance(value, str) else None
+
+    @property
+    def source(self) -> str | None:
+        value = self.model_info.get(TAG_SOURCE)
         return value if isinstance(value, str) else None
 
     @property
@@ -152,9 +158,8 @@ def _render_host(fleet: Fleet, model: Model, host: Host) -> Route:
     if api_key:
         params["api_key"] = api_key
     info: dict[str, Any] = {**d.model_info, **model.model_info, **host.model_info}
-    return _stamp(
-        model.name, params, info, route_id(fleet.name, model.name, host.name), fleet.name, host.name
-    )
+    rid = route_id(fleet.name, model.name, host.name)
+    return _stamp(model.name, params, info, rid, fleet.name, host.name, fleet.source)
 
 
 def _stamp(
@@ -164,9 +169,12 @@ def _stamp(
     rid: str,
     fleet: str | None,
     host: str | None,
+    source: str | None,
 ) -> Route:
     """The route as written: the id, the ownership tags, the record of paths, the digest."""
     info: dict[str, Any] = {**user_info, "id": rid, TAG_FLEET: fleet, TAG_HOST: host}
+    if source:
+        info[TAG_SOURCE] = source
     info[TAG_PATHS] = paths_record(params, info)
     info[TAG_DIGEST] = route_digest(model_name, params, info)
     return Route(
@@ -185,6 +193,7 @@ def with_generation(route: Route, n: int) -> Route:
         generation_id(base, n),
         route.fleet,
         route.host,
+        route.source,
     )
 
 

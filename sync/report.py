@@ -9,8 +9,9 @@ from typing import Any
 from .apply import Result
 from .compare import ABSENT, UNREADABLE, FieldChange, shown
 from .health import Verified
-from .plan import Change, Create, Plan, Update
+from .plan import Change, Conflict, Create, Plan, Update
 from .problems import Problem
+from .redaction import Hidden, field_values, without_userinfo
 from .report_health import (
     change_health,
     code_safe,
@@ -20,6 +21,7 @@ from .report_health import (
     unhealthy_text,
     verify_markdown,
 )
+from .versions import LiteLLMRelease
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 COLOUR = {"create": "\033[32m", "update": "\033[33m", "delete": "\033[31m"}
@@ -39,8 +41,21 @@ def summary(plan: Plan) -> str:
     return f"+{c} create, ~{u} update, -{d} prune{held}"
 
 
+def litellm_label(plan: Plan) -> str:
+    return f"LiteLLM {plan.litellm_version}" if plan.litellm_version else "LiteLLM version unknown"
+
+
+def _untested_markdown(plan: Plan) -> list[str]:
+    """A known version outside the tested range, said where reviewers read (never a refusal)."""
+    release = LiteLLMRelease(plan.litellm_version)
+    warning = release.warning() if plan.litellm_version else None
+    return [f"> [!WARNING]\n> {warning}\n"] if warning else []
+
+
 def _value(v: Any) -> str:
-    return v if v in (ABSENT, UNREADABLE) else json.dumps(v, ensure_ascii=False)
+    if isinstance(v, Hidden) or v in (ABSENT, UNREADABLE):
+        return str(v)
+    return json.dumps(v, ensure_ascii=False)
 
 
 def _label(change: Change) -> str:
@@ -48,25 +63,41 @@ def _label(change: Change) -> str:
     return f"{change.model_name}{host} ({change.id})"
 
 
+NOT_LISTED = "not listed by the router: LiteLLM stored this route but serves nothing from it"
+
+
 def _field(d: FieldChange) -> str:
+    before, after = field_values(d.path, d.before, d.after)
     via = " (checked through the digest)" if d.checked == "digest" else ""
-    return f"{d.path}: {_value(d.before)} -> {_value(d.after)}{via}"
+    return f"{d.path}: {_value(before)} -> {_value(after)}{via}"
 
 
 def _lines(change: Change) -> list[str]:
+    """What a change shows, live values hidden by provenance (sync/redaction.py)."""
     if isinstance(change, Update):
-        return [_field(d) for d in change.diff]
+        lines = [f"{NOT_LISTED}; sent again"] if not change.listed else []
+        return lines + [_field(d) for d in change.diff]
     if isinstance(change, Create) and change.replaces:
         return [f"replaces {change.replaces} (created first, then it is deleted):"] + [
             _field(d) for d in change.diff
         ]
     if isinstance(change, Create):
-        params = shown(change.route)["litellm_params"]
+        params = without_userinfo(shown(change.route)["litellm_params"])
         return [f"{k}: {_value(v)}" for k, v in params.items()]
     note = f"reason: {change.reason}"
     if change.replaced_by:
         note += f"; replaced by {change.replaced_by}"
-    return [f"api_base: {_value(change.route.api_base)}", note]
+    lines = [f"api_base: {_value(without_userinfo(change.route.api_base))}", note]
+    return lines if change.listed else [*lines, NOT_LISTED]
+
+
+def _conflict(conflict: Conflict) -> str:
+    held = conflict.held_by
+    return (
+        f"{conflict.desired.model_name} host={conflict.desired.host} ({conflict.id}): held by a "
+        f"route of {held.model_name} this fleet does not own ({conflict.reason}); left alone, "
+        "this host has no route"
+    )
 
 
 # -- plan: terminal ------------------------------------------------------------------------
@@ -76,7 +107,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
     def paint(action: str, text: str) -> str:
         return f"{COLOUR[action]}{text}{RESET}" if colour else text
 
-    out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}"]
+    out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}  {litellm_label(plan)}"]
     out += [line for line in [probe_summary(plan)] if line]
     if plan.empty:
         out.append("No changes. The proxy matches fleet.yaml.")
@@ -93,6 +124,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
             out += [f"    {line}" for line in _lines(w.change)]
             out.append(f"    withheld: {w.reason}")
     out += unhealthy_text(plan)
+    out += [paint("delete", f"! conflict {_conflict(c)}") for c in plan.conflicts]
     if plan.ignored:
         out.append(
             f"{DIM if colour else ''}ignored ({len(plan.ignored)}):{RESET if colour else ''}"
@@ -112,14 +144,22 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
     out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
+    out += _untested_markdown(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
-    out += changes_markdown(plan.changes, plan) or (
-        [] if plan.withheld else ["No changes. The proxy matches fleet.yaml.", ""]
-    )
+    out += conflicts_markdown(plan)
+    out += changes_markdown(plan.changes, plan)
+    out += ["No changes. The proxy matches fleet.yaml.", ""] if plan.empty else []
     out += withheld_markdown(plan) + unhealthy_markdown(plan)
     out += ignored_markdown(plan)
-    out.append(f"<sub>plan hash `{plan.hash}`</sub>")
+    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan)}</sub>")
     return "\n".join(out) + "\n"
+
+
+def conflicts_markdown(plan: Plan) -> list[str]:
+    if not plan.conflicts:
+        return []
+    head = f"#### Conflicts ({len(plan.conflicts)}): ids held by routes this fleet does not own"
+    return [head, "", *(f"- {_conflict(c)}" for c in plan.conflicts), ""]
 
 
 def ignored_markdown(plan: Plan) -> list[str]:
@@ -196,7 +236,9 @@ def pr_markdown(
     """The pull-request view: what this PR changes apart from drift that is already live."""
     out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
+    out += _untested_markdown(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
+    out += conflicts_markdown(plan)
     out += withheld_markdown(plan)
     out += [f"#### This PR changes ({len(this_pr)})", f"<sub>{base_note}</sub>", ""]
     out += changes_markdown(this_pr, plan) or ["Nothing: fleet.yaml changes no route.", ""]
@@ -210,7 +252,7 @@ def pr_markdown(
         out += changes_markdown(drift, plan)
     out += unhealthy_markdown(plan)
     out += ignored_markdown(plan)
-    out.append(f"<sub>plan hash `{plan.hash}`</sub>")
+    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan)}</sub>")
     return "\n".join(out) + "\n"
 
 
@@ -227,6 +269,7 @@ def result_text(result: Result) -> str:
         out.append(f"  {o.status:<11} {o.change.action} {_label(o.change)}: {o.detail}")
     for w in result.plan.withheld:
         out.append(f"  {'withheld':<11} {w.change.action} {_label(w.change)}: {w.reason}")
+    out += [f"  {'conflict':<11} {_conflict(c)}" for c in result.plan.conflicts]
     return "\n".join(out) + "\n"
 
 
@@ -256,6 +299,7 @@ def result_markdown(result: Result, note: str = "", verified: Sequence[Verified]
                 f"{w.change.host or ''} | {reason} |"
             )
     out += verify_markdown(verified)
+    out += ["", *conflicts_markdown(result.plan)] if result.plan.conflicts else []
     out += ["", f"<sub>plan hash `{result.plan.hash}`</sub>"]
     return "\n".join(out) + "\n"
 
@@ -265,7 +309,9 @@ def result_json(result: Result) -> dict[str, Any]:
         "version": 1,
         "fleet": result.plan.fleet,
         "hash": result.plan.hash,
+        "litellm_version": result.plan.litellm_version,
         "complete": result.complete,
+        "conflicts": [c.as_dict() for c in result.plan.conflicts],
         "outcomes": [
             {
                 "action": o.change.action,

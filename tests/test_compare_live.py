@@ -24,6 +24,7 @@ from sync.litellm import LiteLLMClient
 from sync.plan import Create, Delete, Plan, Update, make_plan
 from sync.render import render, route_id
 from sync.report import plan_text
+from sync.versions import LiteLLMRelease
 from sync.yamlmarks import parse_yaml
 
 from .proxyharness import Proxy
@@ -65,7 +66,19 @@ def fleet_of(doc: dict[str, Any]) -> Fleet:
 def plan_of(proxy: Proxy, doc: dict[str, Any]) -> Plan:
     fleet = fleet_of(doc)
     with LiteLLMClient(proxy.urls, proxy.api_key) as client:
-        return make_plan(fleet, render(fleet), client.list_routes())
+        version = client.read_version(client.write_url)
+        return make_plan(fleet, render(fleet), client.list_routes(), litellm_version=version)
+
+
+def removal(case: dict[str, Any], plan: Plan) -> str:
+    """How the case's removals go: nested keys in place (PATCH replaces a top-level value
+    whole), top-level litellm_params keys in place where PATCH honours litellm_params_to_remove
+    (1.109+), anything else by a replacement under the next id generation."""
+    if case["how"] == "in place":
+        return "in place"
+    params = all(r == "api_key" or r.startswith("litellm_params.") for r in case["remove"])
+    in_place = LiteLLMRelease(plan.litellm_version).removes_params_in_place
+    return "in place" if params and in_place else "replaced"
 
 
 def applied(proxy: Proxy, plan: Plan) -> Result:
@@ -137,23 +150,23 @@ def test_corpus_converges_drift_shows_and_removals_apply_without_a_gap(
     for name, case in CORPUS.items():
         for dotted in case["remove"]:
             without(doc, f"{fleet_name}-{name}", dotted)
-    removal = plan_of(proxy, doc)
-    assert_no_resolved_value(proxy, removal)
-    seen = by_case(removal, fleet_name)
+    removal_plan = plan_of(proxy, doc)
+    assert_no_resolved_value(proxy, removal_plan)
+    seen = by_case(removal_plan, fleet_name)
     for name, case in CORPUS.items():
         changes = seen[name]
         paths = {d.path for c in changes if isinstance(c, (Update, Create)) for d in c.diff}
         for dotted in case["remove"]:
             dotted = "litellm_params.api_key" if dotted == "api_key" else dotted
             assert any(p == dotted or p.startswith(f"{dotted}.") for p in paths), (name, paths)
-        if case["how"] == "in place":
+        if removal(case, removal_plan) == "in place":
             assert [c.action for c in changes] == ["update"], (name, changes)
         else:
             create, delete = sorted(changes, key=lambda c: c.action)
             assert isinstance(create, Create) and isinstance(delete, Delete), (name, changes)
             assert create.replaces == delete.id and delete.replaced_by == create.id
             assert create.id == f"{delete.id}-g2"
-    result = applied(proxy, removal)
+    result = applied(proxy, removal_plan)
     stages = [o.change.action for o in result.outcomes]
     assert stages == sorted(stages, key=["create", "update", "delete"].index)
     final = plan_of(proxy, doc)
@@ -163,7 +176,7 @@ def test_corpus_converges_drift_shows_and_removals_apply_without_a_gap(
     for name, case in CORPUS.items():
         (route,) = [r for r in render(fleet_of(doc)) if r.model_name == f"{fleet_name}-{name}"]
         rid = route.id
-        if case["how"] != "in place":  # the replacement serves; the old generation is gone
+        if removal(case, removal_plan) != "in place":  # the replacement serves; the old is gone
             assert route.id not in live, name
             rid = f"{route.id}-g2"
         for dotted in case["remove"]:
@@ -296,12 +309,12 @@ def test_generations_never_leave_the_host_without_a_route(proxy: Proxy, fleet_na
     route: its delete is skipped, and the next plan tries again."""
     model = f"{fleet_name}-m"
     host: dict[str, Any] = {"name": "h", "api_base": "http://10.0.6.1:8000/v1"}
-    host["litellm_params"] = {"rpm": 5}
+    host["model_info"] = {"note": "x"}  # removing a model_info key: a replacement everywhere
     doc: dict[str, Any] = {"version": 1, "fleet": fleet_name, "models": {}}
     doc["models"][model] = {"served_model": "o/m", "hosts": [host]}
     applied(proxy, plan_of(proxy, doc))
-    del host["litellm_params"]["rpm"]
-    host["litellm_params"]["tags"] = [{"not": "a string"}]  # LiteLLM refuses it (422)
+    del host["model_info"]
+    host["litellm_params"] = {"tags": [{"not": "a string"}]}  # LiteLLM refuses it (422)
     plan = plan_of(proxy, doc)
     assert sorted(c.action for c in plan.changes) == ["create", "delete"]
     with LiteLLMClient(proxy.urls, proxy.api_key) as client:

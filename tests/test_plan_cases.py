@@ -1,9 +1,14 @@
 """Plans on plain data: each tests/cases/plan/*.yaml holds a fleet, the live routes a proxy would
-list, and the expected plan (pyinfra style: inputs, mocked live facts, expected output)."""
+list, and the expected plan (pyinfra style: inputs, mocked live facts, expected output).
+
+A case may also say `source:` (the source the command line resolved, passed in as data) and
+`take_over: true`; a live entry may say `holds: model/host` (it carries that desired route's
+id) and `unlisted: true` (stored by LiteLLM, not listed by its router)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +18,7 @@ import yaml
 from sync.fleet import Fleet, fleet_from_doc
 from sync.litellm import parse_route
 from sync.plan import Change, Create, Delete, Plan, Update, make_plan
+from sync.redaction import plan_json
 from sync.render import Route, render, with_generation
 from sync.report import IGNORED_SHOWN, plan_text
 from sync.safety import refusals
@@ -66,14 +72,23 @@ def as_listed(params: dict[str, Any]) -> dict[str, Any]:
     return {**mask(out, False), **PARAM_DEFAULTS}
 
 
+def _desired(desired: dict[str, Route], name: str) -> Route:
+    model, host = name.split("/")
+    return next(r for r in desired.values() if r.model_name == model and r.host == host)
+
+
 def live_entry(spec: dict[str, Any], desired: dict[str, Route]) -> dict[str, Any]:
-    """A live entry: given as is, or `rendered: model/host` from the fleet (or from `applied`,
-    the fleet.yaml applied before; under `generation` N of its id), then hand edits
-    (`litellm_params`, `model_info`)."""
+    """A live entry: given as is; or one holding the id of a desired route (`holds`); or
+    `rendered: model/host` from the fleet (or from `applied`, the fleet.yaml applied before;
+    under `generation` N of its id), then hand edits (`litellm_params`, `model_info`)."""
+    spec = {k: v for k, v in spec.items() if k != "unlisted"}
+    if "holds" in spec:
+        entry = {k: v for k, v in spec.items() if k != "holds"}
+        entry["model_info"] = {**entry["model_info"], "id": _desired(desired, spec["holds"]).id}
+        return entry
     if "rendered" not in spec:
         return spec
-    model, host = spec["rendered"].split("/")
-    route = next(r for r in desired.values() if r.model_name == model and r.host == host)
+    route = _desired(desired, spec["rendered"])
     entry = with_generation(route, spec.get("generation", 1)).deployment()
     if spec.get("enrich"):  # as LiteLLM lists it
         entry["litellm_params"] = as_listed(entry["litellm_params"])
@@ -90,32 +105,37 @@ def live_entry(spec: dict[str, Any], desired: dict[str, Route]) -> dict[str, Any
 def describe(change: Change) -> list[str]:
     if isinstance(change, Delete):
         head = f"delete {change.id}" + (" replaced" if change.replaced_by else "")
-        return [head, f"{head}: {change.reason}"]
+        listed = [] if change.listed else [f"{head} not listed"]
+        return [head, f"{head}: {change.reason}", *listed]
     head = f"{change.action} {change.model_name}/{change.host}"
     if isinstance(change, Create) and change.replaces:
         head += " replacing"
-    if not isinstance(change, (Update, Create)):
-        return [head]
+    listed = [f"{head} not listed"] if isinstance(change, Update) and not change.listed else []
     return (
-        [head]
+        [head, *listed]
         + [f"{head} {d.path}" for d in change.diff]
         + [f"{head} {d.path}: {d.before} -> {d.after}" for d in change.diff]
     )
 
 
-def rendered(document: dict[str, Any]) -> tuple[Fleet, dict[str, Route]]:
+def rendered(document: dict[str, Any], source: str | None) -> tuple[Fleet, dict[str, Route]]:
     fleet = fleet_from_doc(parse_yaml(yaml.safe_dump(document), "fleet.yaml"), "fleet.yaml")
+    if source and not fleet.source:
+        fleet = replace(fleet, source=source)
     return fleet, {r.id: r for r in render(fleet)}
 
 
 def plan_for(case: dict[str, Any]) -> tuple[Plan, float]:
-    fleet, desired = rendered(case["fleet"])
-    _, applied = rendered(case.get("applied", case["fleet"]))
-    live = [
-        parse_route(live_entry(spec, applied if spec.get("applied") else desired))
-        for spec in case["live"]
-    ]
-    return make_plan(fleet, list(desired.values()), [r for r in live if r]), fleet.max_prune_percent
+    fleet, desired = rendered(case["fleet"], case.get("source"))
+    _, applied = rendered(case.get("applied", case["fleet"]), case.get("source"))
+    listed: list[Route] = []
+    unlisted: list[Route] = []
+    for spec in case["live"]:
+        route = parse_route(live_entry(spec, applied if spec.get("applied") else desired))
+        if route is not None:
+            (unlisted if spec.get("unlisted") else listed).append(route)
+    plan = make_plan(fleet, list(desired.values()), listed, unlisted, case.get("take_over", False))
+    return plan, fleet.max_prune_percent
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -131,6 +151,11 @@ def test_plan_case(path: Path) -> None:
     assert set(ignored) == set(expect["ignored"])
     for rid, reason in expect["ignored"].items():
         assert reason in ignored[rid]
+    conflicts = {f"{c.desired.model_name}/{c.desired.host}": c.reason for c in plan.conflicts}
+    assert set(conflicts) == set(expect.get("conflicts", {})), conflicts
+    for name, reason in expect.get("conflicts", {}).items():
+        assert reason in conflicts[name], conflicts[name]
+    assert plan.empty == (not expect["changes"] and not expect.get("conflicts"))
     refused = refusals(plan, max_prune)
     assert len(refused) == len(expect.get("refused", [])), refused
     for wanted, got in zip(expect.get("refused", []), refused, strict=True):
@@ -154,7 +179,7 @@ def test_plan_json_has_the_contract_shape_and_no_secret() -> None:
     case["live"][1]["litellm_params"]["extra_headers"] = {"Authorization": "Bearer sk-nested"}
     case["live"][1]["litellm_params"]["vertex_credentials"] = "os.environ/VERTEX_CREDS"
     plan, _ = plan_for(case)
-    body = plan.to_json()
+    body = plan_json(plan)  # what every output shows (the core compares raw values)
     text = json.dumps(body)
     assert "sk-live-secret-123" not in text and "AKIA-very-secret" not in text
     assert "sk-nested" not in text
@@ -167,7 +192,7 @@ def test_plan_json_has_the_contract_shape_and_no_secret() -> None:
 def test_a_resolved_or_masked_live_value_is_never_in_a_plan() -> None:
     """Where fleet.yaml writes a reference, LiteLLM lists what it resolves to (here
     resolved-NAME); plans show the reference and never the live value, edited or not."""
-    case = yaml.safe_load((CASES[0].parent / "09-references-and-masked-values.yaml").read_text())
+    case = yaml.safe_load((CASES[0].parent / "14-references-and-masked-values.yaml").read_text())
     for spec in case["live"]:
         spec["litellm_params"]["extra_headers"] = {"X-Api-Key": "****", "X-Team": "hand"}
     case["applied"] = json.loads(json.dumps(case["fleet"]))

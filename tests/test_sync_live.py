@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from sync.render import route_id
+from sync.versions import LiteLLMRelease
 
 from .proxyharness import Proxy, fleet_sync, write_fleet
 
+pytestmark = pytest.mark.litellm_matrix
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"
 
@@ -288,18 +290,28 @@ def test_removed_param_is_dropped(proxy: Proxy, tmp_path: Path, fleet_name: str)
     )
     apply_ok(proxy, fleet)
     write_fleet(fleet, fleet_name, {model: {"hosts": {"a": OLD}}})
-    # LiteLLM cannot remove a key in place: the route is replaced by the next generation of
-    # its id, created before the old one is deleted.
+    # How it goes depends on the version: in place where PATCH honours litellm_params_to_remove
+    # (1.109+); else the route is replaced by the next generation of its id, created before the
+    # old one is deleted. Never a delete and re-create of the same id.
+    in_place = LiteLLMRelease(proxy.litellm_version()).removes_params_in_place
     plan = plan_json(proxy, fleet)
     rid = route_id(fleet_name, model, "a")
-    assert [(c["action"], c["id"]) for c in plan["changes"]] == [
-        ("create", f"{rid}-g2"),
-        ("delete", rid),
-    ]
-    assert plan["changes"][1]["removes"] == ["litellm_params.rpm"]
-    apply_ok(proxy, fleet)
-    assert proxy.ids(model) == [f"{rid}-g2"]
-    route = proxy.route(f"{rid}-g2")
+    serving = rid if in_place else f"{rid}-g2"
+    if in_place:
+        assert [(c["action"], c["id"]) for c in plan["changes"]] == [("update", rid)]
+        assert plan["changes"][0]["removes"] == ["litellm_params.rpm"]
+    else:
+        assert [(c["action"], c["id"]) for c in plan["changes"]] == [
+            ("create", serving),
+            ("delete", rid),
+        ]
+        assert plan["changes"][1]["removes"] == ["litellm_params.rpm"]
+    run = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
+    assert run.code == 0, run.out + run.err
+    assert_converged(proxy, fleet)
+    assert ("removed rpm in place" in run.out) is in_place, run.out
+    assert proxy.ids(model) == [serving]
+    route = proxy.route(serving)
     assert route is not None and "rpm" not in route["litellm_params"]
 
 
