@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import re
-from functools import lru_cache
 from typing import Any
 
 # fullmatch, never match/search with `$`: `$` also matches before a trailing newline, and
@@ -15,7 +14,6 @@ SECRET_WORDS = frozenset(
     {"secret", "token", "password", "passwd", "credential", "credentials", "apikey", "apikeys"}
     | {"authorization", "cookie"}
 )
-REDACTED = "<redacted>"
 USERINFO_MASK = "***"
 # scheme://userinfo@ : the userinfo part ends at the first / ? # (or blank) before an @.
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s\"'<>`]*@")
@@ -36,7 +34,6 @@ _QUERY_SECRET = re.compile(
 )
 
 
-@lru_cache(maxsize=4096)  # asked for every key of every route; the same few hundred keys
 def looks_secret(key: str) -> bool:
     """api_key, aws_secret_access_key, x-api-key, Authorization, hfToken: yes; max_tokens: no."""
     words = re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", key).lower())
@@ -99,16 +96,3 @@ def looks_like_credential(text: str) -> bool:
         or _TOKEN.search(text) is not None
         or _QUERY_SECRET.search(text) is not None
     )
-
-
-def redact(key: str, value: Any) -> Any:
-    """The value with every written-out credential under it replaced, at any depth."""
-    if written_out(key, value) and not isinstance(value, dict):
-        return REDACTED
-    if isinstance(value, dict):
-        hide = looks_secret(key)
-        return {
-            k: REDACTED if hide and not is_reference(v) else redact(str(k), v)
-            for k, v in value.items()
-        }
-    return value

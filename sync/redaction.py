@@ -29,8 +29,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from .compare import ABSENT, shown
 from .credentials import is_reference, looks_like_credential, strip_userinfo
-from .plan import ABSENT, Change, Delete, Plan, shown
+from .plan import Change, Delete, Plan
 
 # Paths LiteLLM never resolves references on: shown as they are.
 OWN_PATHS = frozenset({"model_name", "model_info.id"})
