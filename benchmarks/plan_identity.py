@@ -5,7 +5,9 @@ with a git ref (default: main) and compares the plan JSON (hash included) byte f
 
 Inputs: every tests/cases/plan case (planned with that tree's own tests/test_plan_cases.py), and
 for each size a synthetic fleet (benchmarks/synthetic.py) against three live states: ~1 %
-changed, already in sync, and empty (everything to create). Exit 1 when any plan differs.
+changed, already in sync, and empty (everything to create). Compared: Plan.to_json() (hash
+included) and, where the tree has it, the redacted JSON the commands print. Exit 1 when any
+plan differs.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def emit(tree: Path, inputs: Path) -> None:
     """Run inside the tree under test: print {input name: plan JSON} for every input."""
     sys.path.insert(0, str(tree))
+    import importlib
+
     import yaml
 
     from sync.fleet import load_fleet
@@ -35,10 +39,18 @@ def emit(tree: Path, inputs: Path) -> None:
     from sync.render import render
     from tests.test_plan_cases import CASES, plan_for
 
+    try:  # what the commands print (redacted), where the tree has it
+        printed = importlib.import_module("sync.redaction").plan_json
+    except (ImportError, AttributeError):
+        printed = None
+
+    def body(plan: Any) -> Any:
+        return {"plan": plan.to_json(), "printed": printed(plan) if printed else None}
+
     plans: dict[str, Any] = {}
     for path in CASES:
         plan, _ = plan_for(yaml.safe_load(path.read_text(encoding="utf-8")))
-        plans[f"case {path.stem}"] = plan.to_json()
+        plans[f"case {path.stem}"] = body(plan)
     for fleet_file in sorted(inputs.glob("*.fleet.yaml")):
         size = fleet_file.name.split(".")[0]
         fleet = load_fleet(fleet_file)
@@ -46,7 +58,7 @@ def emit(tree: Path, inputs: Path) -> None:
         for live_file in sorted(inputs.glob(f"{size}.*.live.json")):
             entries = json.loads(live_file.read_text(encoding="utf-8"))
             live = [r for r in (parse_route(e) for e in entries) if r is not None]
-            plans[live_file.name] = make_plan(fleet, desired, live).to_json()
+            plans[live_file.name] = body(make_plan(fleet, desired, live))
     print(json.dumps(plans, sort_keys=True))
 
 
@@ -110,7 +122,7 @@ def main() -> None:
         old, new = before.get(name), after.get(name)
         same = old == new and json.dumps(old) == json.dumps(new)
         digest = hashlib.sha256(json.dumps(new, sort_keys=True).encode()).hexdigest()[:16]
-        changes = len(new["changes"]) if isinstance(new, dict) else "-"
+        changes = len(new["plan"]["changes"]) if isinstance(new, dict) else "-"
         print(f"{'same' if same else 'DIFFERS':8} {name:50} changes={changes} json={digest}")
         differ += not same
     print(f"{len(after)} plans, {differ} differ from {options.ref}")
