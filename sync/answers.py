@@ -10,6 +10,7 @@ a ProxyError.
 from __future__ import annotations
 
 import json
+from itertools import compress
 from typing import Any
 
 # LiteLLM's answers are ~5 levels deep; fleet-sync walks values recursively (diff, redaction).
@@ -17,6 +18,7 @@ MAX_JSON_DEPTH = 64
 # 1,000 pages of 200 = 200,000 routes, far beyond any proxy; the bound keeps a lying total_pages
 # from making fleet-sync read forever.
 MAX_PAGES = 1000
+_CONTAINERS = frozenset({dict, list})
 
 
 def parse_json(body: bytes) -> Any:
@@ -36,15 +38,21 @@ def parse_json(body: bytes) -> Any:
 
 
 def _depth_exceeds(value: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, dict):
-            item = list(item.values())
-        if isinstance(item, list):
-            if depth > limit:
-                return True
-            stack.extend((child, depth + 1) for child in item)
+    """Whether a container sits deeper than `limit` (the outermost is at depth 1). Level by
+    level, carrying containers only, sorted out at C speed: a 10,000-route listing holds two
+    million scalars. (json.loads makes exact dicts and lists, so type() is enough.)"""
+    is_container = _CONTAINERS.__contains__
+    level = [value] if is_container(type(value)) else []
+    depth = 1
+    while level:
+        if depth > limit:
+            return True
+        deeper: list[Any] = []
+        for item in level:
+            children = item.values() if type(item) is dict else item
+            deeper += compress(children, map(is_container, map(type, children)))
+        level = deeper
+        depth += 1
     return False
 
 

@@ -103,9 +103,11 @@ def removed_keys(changes: Iterable[FieldChange], desired: Route) -> tuple[str, .
     merges top-level keys and no LiteLLM release from 1.98 to 1.110 removes every kind in place
     (model_info keys on none, litellm_params keys from 1.110 only), so removing one replaces
     the route."""
+    gone = {c.parts[:2] for c in changes if c.after == ABSENT}
+    if not gone:  # the common case, without walking the desired route again
+        return ()
     tops = {p[:2] for p in _leaves(desired)}
-    gone = {c.parts[:2] for c in changes if c.after == ABSENT and c.parts[:2] not in tops}
-    return tuple(sorted(".".join(p) for p in gone))
+    return tuple(sorted(".".join(p) for p in gone - tops))
 
 
 def shown(route: Route) -> dict[str, Any]:

@@ -7,6 +7,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import yaml
@@ -68,13 +69,10 @@ class Route:
         out: dict[Path, str] = {}
         for entry in entries:
             marker, _, raw = str(entry).partition(" ")
-            try:
-                path = json.loads(raw)
-            except ValueError:
+            path = _recorded_path(raw)
+            if path is None:
                 return None
-            if not isinstance(path, list) or len(path) < 2 or path[0] not in SECTIONS:
-                return None
-            out[tuple(str(p) for p in path)] = marker
+            out[path] = marker
         return out
 
     @property
@@ -93,6 +91,18 @@ class Route:
             "litellm_params": dict(self.litellm_params),
             "model_info": dict(self.model_info),
         }
+
+
+@lru_cache(maxsize=4096)  # every route records the same few paths
+def _recorded_path(raw: str) -> Path | None:
+    """A path as TAG_PATHS records it (a JSON list), or None when it is not one."""
+    try:
+        path = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(path, list) or len(path) < 2 or path[0] not in SECTIONS:
+        return None
+    return tuple(str(p) for p in path)
 
 
 def canonical_json(value: Any) -> str:
@@ -135,8 +145,13 @@ def paths_record(litellm_params: Mapping[str, Any], model_info: Mapping[str, Any
             if section == "model_info" and (path[1] == "id" or path[1] in TAGS):
                 continue
             marker = READ if readable(path, value) else value_digest(value)
-            entries.append(f"{marker} {json.dumps(list(path), ensure_ascii=False)}")
+            entries.append(f"{marker} {_path_text(path)}")
     return entries  # in path order (leaves walks keys sorted)
+
+
+@lru_cache(maxsize=4096)  # every route repeats the same few paths
+def _path_text(path: tuple[str, ...]) -> str:
+    return json.dumps(list(path), ensure_ascii=False)
 
 
 def route_digest(
@@ -185,6 +200,8 @@ def _stamp(
 def with_generation(route: Route, n: int) -> Route:
     """A desired route under generation n of its id (tags and digest follow the new id)."""
     base, _ = generation(route.id)
+    if generation_id(base, n) == route.id:
+        return route  # its own generation: stamping it again gives the same route
     user_info = {k: v for k, v in route.model_info.items() if k != "id" and k not in TAGS}
     return _stamp(
         route.model_name,
