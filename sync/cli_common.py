@@ -275,11 +275,12 @@ def read_live(
     from .plan import make_plan
     from .render import render
 
-    desired: list[Route] = []  # rendered when several pods must agree (one agrees with itself)
+    desired: list[Route] = []  # rendered once several pods must agree (one agrees with itself)
 
     def reads(routes: Sequence[Route]) -> object:
         # Pods must agree on what this plan reads, not on LiteLLM's enrichment of the rest.
-        desired[:] = desired or render(fleet)
+        if not desired:
+            desired.extend(render(fleet))
         return make_plan(fleet, desired, routes, take_over=take_over).agreement
 
     try:
