@@ -30,9 +30,9 @@ def _template() -> dict[str, Any]:
     return entry
 
 
-def fleet_text(routes: int, fleet: str = FLEET) -> str:
-    """A fleet.yaml rendering exactly `routes` routes: models of 10 hosts, every third host with
-    its own litellm_params, and one drained host in every tenth model."""
+def fleet_text(routes: int, fleet: str = FLEET, per_model: int = HOSTS_PER_MODEL) -> str:
+    """A fleet.yaml rendering exactly `routes` routes: models of `per_model` hosts, every third
+    host with its own litellm_params, and one drained host in every tenth model."""
     lines = [
         "# yaml-language-server: $schema=schema/fleet.schema.json",
         "version: 1",
@@ -48,7 +48,7 @@ def fleet_text(routes: int, fleet: str = FLEET) -> str:
     left = routes
     model = 0
     while left > 0:
-        count = min(HOSTS_PER_MODEL, left)
+        count = min(per_model, left)
         lines += [
             f"  model-{model:04d}:",
             f"    served_model: org/Model-{model:04d}-8B",
