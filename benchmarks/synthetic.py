@@ -66,7 +66,7 @@ def fleet_text(routes: int, fleet: str = FLEET, per_model: int = HOSTS_PER_MODEL
         if model % 10 == 0:
             lines += [
                 "      - name: drained",
-                f"        api_base: {_address(model, 99)}",
+                f"        api_base: {_address(model, per_model)}",
                 "        enabled: false",
             ]
         left -= count
