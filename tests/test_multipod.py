@@ -195,7 +195,7 @@ def test_writes_are_spread_over_the_pods_by_route_id(
         result = json.loads(run.out)  # progress never mixes into --format json
         assert "fleet-sync: create done: 6 written, 0 failed of 6" in run.err
         assert "fleet-sync: read-back: 6 of 6 changes shown by every pod" in run.err
-        assert "read back: present" in json.dumps(result)
+        assert any("500 answered" in o["detail"] for o in result["outcomes"]), result
 
         def written(proxy: FaultProxy) -> set[str]:
             return {
@@ -205,12 +205,8 @@ def test_writes_are_spread_over_the_pods_by_route_id(
 
         assert written(one) == {ids[h] for h in hosts[one.url]}
         assert written(two) == {ids[h] for h in hosts[two.url]}
-        ambiguous = next(
-            r.body["model_info"]["id"] for r in two.requests("POST", "/model/new") if r.fault
-        )
-        assert [r.params.get("modelId") for r in two.requests("GET", "/v2/model/info")].count(
-            ambiguous
-        ) >= 1
+        # The ambiguous create was read back on the pod that took it (its group's listing).
+        assert any(r.params.get("model") == model for r in two.requests("GET", "/v2/model/info"))
         one.clear_log()
         two.clear_log()
 
