@@ -5,11 +5,20 @@ import secrets
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from .fake_github import fake_github  # noqa: F401  (fixture)
 from .proxyharness import Proxy, from_environment, start, stop
 
 SESSION = secrets.token_hex(2)
+
+# Property tests (tests/test_plan_properties.py): 1,000 examples per property in CI, derandomized
+# and without the example database so a CI run is reproducible; a quicker random run locally.
+settings.register_profile(
+    "ci", max_examples=1000, derandomize=True, database=None, deadline=None, print_blob=True
+)
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture(scope="session")
