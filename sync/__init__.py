@@ -1,3 +1,3 @@
 """fleet-sync: keep a LiteLLM proxy's routes equal to fleet.yaml in git."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

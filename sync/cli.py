@@ -21,6 +21,7 @@ from .cli_common import (
     EXIT_OK,
     EXIT_REFUSED,
     Exit,
+    check_can_write,
     connect,
     current_plan,
     fail,
@@ -30,8 +31,11 @@ from .cli_common import (
     proxy_options,
     read_fleet,
     read_live,
+    read_proxy_options,
+    write_key,
 )
 from .cli_health import gate_plan, health_options, verify_result
+from .cli_hosts import import_command, propose, set_host
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
 from .plan import Plan, make_plan
@@ -128,7 +132,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
 
 @cli.command()
 @fleet_option
-@proxy_options
+@read_proxy_options
 @format_option("text", "markdown", "json")
 @click.option(
     "--out",
@@ -256,6 +260,7 @@ def apply(
         if the_plan.empty:
             result = Result(the_plan, ())
         else:
+            check_can_write(client)
             if fmt == "text":
                 show_plan(the_plan, "text")
             result = run_apply(the_plan, client, concurrency, confirm_timeout)
@@ -309,14 +314,18 @@ def check_saved(saved: Path, live_plan: Plan) -> None:
 
 @cli.command()
 @fleet_option
-@proxy_options
+@read_proxy_options
 @format_option("text", "markdown", "json")
 @click.option(
     "--github-issue",
     is_flag=True,
     help="Open or update one drift issue per fleet (label fleet-drift); close it once clean.",
 )
-@click.option("--fix", is_flag=True, help="Self-heal: apply when there is drift (safety applies).")
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Self-heal: apply when there is drift (safety applies; needs LITELLM_PROXY_API_KEY).",
+)
 def drift(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -329,7 +338,7 @@ def drift(
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
     fleet = read_fleet(fleet_file)
     code = EXIT_OK
-    with connect(proxy_urls, api_key, timeout) as client:
+    with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
         the_plan = gate_plan(fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT)
         show_plan(the_plan, fmt)
@@ -339,6 +348,7 @@ def drift(
                 click.echo("error: --fix refused: " + " | ".join(unsafe), err=True)
                 code = EXIT_REFUSED
             else:
+                check_can_write(client)
                 result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
@@ -351,6 +361,10 @@ def drift(
         raise Exit(code)
     if not the_plan.empty:
         raise Exit(EXIT_CHANGES)
+
+
+for _command in (set_host, propose, import_command):
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

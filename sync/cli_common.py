@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 import click
 
+from .access import changed_by, write_refusal
 from .fleet import Fleet, load_fleet
 from .github_config import GitHubError
 from .litellm import LiteLLMClient, ProxyError
@@ -56,7 +57,7 @@ def format_option(*choices: str, help: str | None = None) -> Callable[..., Any]:
     )
 
 
-def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
+def proxy_options(f: Callable[..., Any], read_only: bool = False) -> Callable[..., Any]:
     f = click.option(
         "--proxy-url",
         "proxy_urls",
@@ -67,10 +68,15 @@ def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
     f = click.option(
         "--api-key",
-        envvar="LITELLM_PROXY_API_KEY",
+        # Reading needs no write right: a proxy_admin_viewer key is enough (and safer in CI).
+        envvar=["LITELLM_PROXY_READ_API_KEY", "LITELLM_PROXY_API_KEY"]
+        if read_only
+        else "LITELLM_PROXY_API_KEY",
         show_envvar=True,
         metavar="KEY",
-        help="Admin key of the proxy (never printed).",
+        help="Key of the proxy (never printed); a read-only proxy_admin_viewer key is enough."
+        if read_only
+        else "Admin key of the proxy (never printed).",
     )(f)
     return click.option(
         "--timeout",
@@ -79,6 +85,11 @@ def proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
         metavar="SECONDS",
         help="Per-request timeout for the proxy's admin API.",
     )(f)
+
+
+def read_proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """proxy_options of a command that only reads: LITELLM_PROXY_READ_API_KEY comes first."""
+    return proxy_options(f, read_only=True)
 
 
 def read_fleet(path: Path) -> Fleet:
@@ -97,11 +108,30 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
     if not urls:
         fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
     if not api_key:
-        fail("no admin key given: set LITELLM_PROXY_API_KEY or pass --api-key")
+        fail(
+            "no admin key given: set LITELLM_PROXY_API_KEY (plan and drift also take "
+            "LITELLM_PROXY_READ_API_KEY) or pass --api-key"
+        )
     for url in urls:
         if not url.startswith(("http://", "https://")):
             fail(f"proxy URL {url!r} must start with http:// or https://")
-    return LiteLLMClient(urls, api_key, timeout=timeout)
+    return LiteLLMClient(urls, api_key, timeout=timeout, changed_by_header=changed_by(os.environ))
+
+
+def write_key(api_key: str | None) -> str | None:
+    """The key for a command that writes: --api-key as given, else LITELLM_PROXY_API_KEY, never
+    the read-only key a read_proxy_options command took from the environment."""
+    source = click.get_current_context().get_parameter_source("api_key")
+    if source is click.core.ParameterSource.COMMANDLINE:
+        return api_key
+    return os.environ.get("LITELLM_PROXY_API_KEY") or api_key
+
+
+def check_can_write(client: LiteLLMClient) -> None:
+    """Stop before the first write when the key's role cannot write: nothing is half-done."""
+    refusal = write_refusal(client.key_role())
+    if refusal:
+        fail(refusal)
 
 
 def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:

@@ -6,7 +6,8 @@ The header is the first line of the rendered comment::
 
 ``marker_for(fleet, kind)`` is the part of that header that does not depend on the hash, so the
 sticky comment of a fleet is found (and edited in place) whatever plan it showed last.
-``fit`` keeps a body under GitHub's 65,536-character comment limit.
+``fit`` keeps a body under GitHub's 65,536-character comment limit; ``add_run`` keeps the
+earlier runs of a comment that records a history (the apply result on a merged pull request).
 """
 
 from __future__ import annotations
@@ -137,3 +138,25 @@ def _advance(line: str, fence: str | None, depth: int) -> tuple[str | None, int]
     depth += len(_DETAILS_OPEN.findall(text))
     depth = max(0, depth - len(_DETAILS_CLOSE.findall(text)))
     return None, depth
+
+
+# A comment that keeps a history (the apply result) holds its runs newest first, separated so.
+RUN_SEPARATOR = "\n---\n<!-- fleet-sync:run -->\n"
+
+
+def add_run(
+    run: str, earlier: str | None, limit: int = GITHUB_COMMENT_LIMIT, note: str = DEFAULT_NOTE
+) -> str:
+    """This run's body on top of the ``earlier`` runs (a body built here, or None): as many of
+    them as fit under ``limit``, newest first. A run equal to the latest one is not repeated, so
+    a re-run adds to the comment and never erases what an earlier run reported."""
+    runs = [r for r in (earlier or "").split(RUN_SEPARATOR) if r.strip()]
+    if runs and runs[0].strip() == run.strip():
+        return RUN_SEPARATOR.join(runs)
+    body = fit(run, limit, note)
+    budget = limit - HEADER_RESERVE - 1
+    for older in runs:
+        if len(body) + len(RUN_SEPARATOR) + len(older) > budget:
+            break
+        body += RUN_SEPARATOR + older
+    return body

@@ -153,7 +153,7 @@ class GitHubClient:
         _check_length(body)
         attempts = self._retries + 1
         for attempt in range(attempts):
-            existing = self._find_comment(pr_number, marker)
+            existing = self.find_comment(pr_number, marker)
             if existing is not None:
                 if existing.get("body") == body:
                     return _comment_ref(existing, "unchanged")
@@ -171,7 +171,8 @@ class GitHubClient:
                 self._sleep(self._backoff * (2**attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _find_comment(self, pr_number: int, marker: str) -> JSON | None:
+    def find_comment(self, pr_number: int, marker: str) -> JSON | None:
+        """The comment carrying ``marker`` (ours first, then one quoting it), or None."""
         matches = [c for c in self.list_comments(pr_number) if marker in str(c.get("body") or "")]
         # Prefer a comment that starts with the marker (ours) over one quoting it.
         matches.sort(key=lambda c: (not str(c.get("body") or "").startswith(marker), c["id"]))

@@ -11,7 +11,11 @@ from typing import Any
 
 import httpx
 
+from .comment import fit
+
 DEFAULT_API_URL = "https://api.github.com"
+# GitHub drops a step's summary past 1 MiB (and shows nothing of it); a 5,000-route plan is more.
+SUMMARY_LIMIT = 1024 * 1024
 
 
 class GitHubError(Exception):
@@ -78,13 +82,43 @@ class GitHubConfig:
         )
 
 
-def write_step_summary(config: GitHubConfig, markdown: str) -> None:
-    """Append markdown to the job summary file (GITHUB_STEP_SUMMARY); no-op when unset."""
+def write_step_summary(
+    config: GitHubConfig,
+    markdown: str,
+    note: str = "the rest does not fit GitHub's 1 MiB job summary",
+    limit: int = SUMMARY_LIMIT,
+) -> bool:
+    """Append markdown to the job summary file (GITHUB_STEP_SUMMARY), cut at a line with ``note``
+    when the step's summary would pass ``limit`` bytes. True when all of it was written; False
+    when it was cut or there is no summary file."""
     if not config.step_summary:
-        return
+        return False
     text = markdown if markdown.endswith("\n") else markdown + "\n"
+    try:
+        room = limit - os.path.getsize(config.step_summary) - 1
+    except OSError:
+        room = limit - 1  # not there yet: the append creates it
+    whole = len(text.encode("utf-8")) <= room
+    if not whole:
+        text = _cut(text, room, note)
     with open(config.step_summary, "a", encoding="utf-8") as fh:
         fh.write(text)
+    return whole
+
+
+def _cut(text: str, room: int, note: str) -> str:
+    """``text`` cut by ``fit`` to ``room`` UTF-8 bytes at most; empty when the note cannot fit."""
+    chars = room
+    while chars > 0:
+        try:
+            cut = fit(text, chars, note)
+        except ValueError:
+            return ""
+        over = len(cut.encode("utf-8")) - room
+        if over <= 0:
+            return cut
+        chars -= over  # fit counts characters; a multi-byte character costs more
+    return ""
 
 
 def decode(response: httpx.Response, endpoint: str) -> Any:

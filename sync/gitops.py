@@ -1,15 +1,18 @@
 """The GitOps loop on GitHub: the sticky plan comment, the apply result on the merged PR, the
-drift issue. Each returns a one-line report; GitHub failures raise GitHubError after the plan
-has been printed, so nothing is lost."""
+drift issue. Each returns a one-line report. Before GitHub is asked anything, the full report is
+saved as files for the job's artifact and added to the step summary (capped under GitHub's
+1 MiB), so a GitHub failure (rate limit, 5xx) raises GitHubError having lost nothing."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from .apply import Result
-from .comment import PlanComment, fit, marker_for
+from .artifact import WHAT, ReportFiles
+from .comment import PlanComment, add_run, fit, marker_for
 from .fleet import Fleet, fleet_from_doc
 from .github import GitHubClient
 from .github_config import GitHubConfig, GitHubError, write_step_summary
@@ -18,8 +21,26 @@ from .health import Verified
 from .plan import Plan, make_plan, split_by_base
 from .problems import FleetError
 from .render import Route, render
-from .report import plan_markdown, pr_markdown, result_markdown
+from .report import plan_markdown, pr_markdown, result_json, result_markdown
 from .yamlmarks import parse_yaml
+
+
+def _keep(
+    config: GitHubConfig,
+    environ: Mapping[str, str],
+    kind: str,
+    plan: Plan,
+    markdown: str,
+    extra: Mapping[str, Any] | None = None,
+) -> str:
+    """Save the full report as files, then add it to the step summary. Returns where the full
+    text is, for the note of a comment that has to be cut."""
+    where = ReportFiles.from_env(environ).save(
+        plan.fleet, kind, markdown, {**plan.to_json(), **(extra or {})}
+    )
+    if write_step_summary(config, markdown, note=where):
+        return f"the full {WHAT[kind]} is in the job summary"
+    return where
 
 
 def _base_sha(config: GitHubConfig) -> str | None:
@@ -61,20 +82,23 @@ def comment_plan(
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
+    pr_number: int | None = None,
 ) -> str:
+    """pr_number: the pull request to comment on when the event is not a pull_request one
+    (the host-moved workflow opens the PR itself); default: the event's."""
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
     base, note = base_plan(fleet_file, ref, live) if ref else (None, "no base ref given")
     this_pr, drift = split_by_base(plan, base)
     body = pr_markdown(plan, this_pr, drift, note, refusals)
-    write_step_summary(config, body)
+    where = _keep(config, environ, "plan", plan, body)
     with GitHubClient(config) as github:
-        number = github.pull_request_number()
+        number = pr_number or github.pull_request_number()
         if number is None:
             raise GitHubError(
                 "GITHUB_EVENT_PATH holds no pull_request: run this on pull_request events"
             )
-        comment = PlanComment(plan.fleet, plan.hash, "plan", fit(body))
+        comment = PlanComment(plan.fleet, plan.hash, "plan", fit(body, note=where))
         ref_ = github.upsert_sticky_comment(number, comment.marker, comment.render())
     return f"plan comment {ref_.action} on pull request #{number}: {ref_.url}"
 
@@ -82,22 +106,39 @@ def comment_plan(
 def comment_result(
     result: Result, environ: Mapping[str, str], verified: Sequence[Verified] = ()
 ) -> str:
+    """The result in the job summary (once, first), then on each pull request merged as
+    GITHUB_SHA, on top of what earlier runs of the job reported there."""
     config = GitHubConfig.from_env(environ)
+    outcomes = {"complete": result.complete, "outcomes": result_json(result)["outcomes"]}
+    summary = _result_body(result, "", verified)
+    where = _keep(config, environ, "apply", result.plan, summary, outcomes)
     if not config.sha:
         raise GitHubError("GITHUB_SHA is not set: cannot find the merged pull request")
+    marker = marker_for(result.plan.fleet, "apply")
     with GitHubClient(config) as github:
         numbers = github.pull_requests_for_commit(config.sha)
         posted = []
         for number in numbers:
-            note = _reviewed_note(github, number, result.plan)
-            body = result_markdown(result, note, verified)
-            write_step_summary(config, body)
-            comment = PlanComment(result.plan.fleet, result.plan.hash, "apply", fit(body))
-            posted.append(github.upsert_sticky_comment(number, comment.marker, comment.render()))
+            run = _result_body(result, _reviewed_note(github, number, result.plan), verified)
+            existing = github.find_comment(number, marker)
+            earlier = PlanComment.parse(str(existing.get("body") or "")) if existing else None
+            body = add_run(run, earlier.body if earlier else None, note=where)
+            comment = PlanComment(result.plan.fleet, result.plan.hash, "apply", body)
+            posted.append(github.upsert_sticky_comment(number, marker, comment.render()))
     if not numbers:
-        write_step_summary(config, result_markdown(result, verified=verified))
         return f"no pull request is associated with {config.sha[:12]}; result in the job summary"
     return "; ".join(f"apply result {c.action}: {c.url}" for c in posted)
+
+
+def _result_body(result: Result, note: str, verified: Sequence[Verified]) -> str:
+    if result.outcomes or result.plan.withheld or verified:
+        return result_markdown(result, note, verified)
+    # A re-run after a successful apply: say so, and add_run keeps what the first run did.
+    return (
+        f"### fleet-sync apply for `{result.plan.fleet}`: nothing to do\n\n"
+        "The proxy already matched fleet.yaml when this job ran (again).\n\n"
+        f"<sub>plan hash `{result.plan.hash}`</sub>\n"
+    )
 
 
 def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
@@ -117,11 +158,9 @@ def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
 
 def report_drift(plan: Plan, environ: Mapping[str, str]) -> str:
     config = GitHubConfig.from_env(environ)
-    body = None
-    if not plan.empty:
-        body = plan_markdown(plan, title=f"Drift in fleet `{plan.fleet}`")
-        write_step_summary(config, body)
-        body = fit(body, note="the full drift report is in the job summary")
+    report = plan_markdown(plan, title=f"Drift in fleet `{plan.fleet}`")
+    where = _keep(config, environ, "drift", plan, report)
+    body = None if plan.empty else fit(report, note=where)
     with GitHubClient(config) as github:
         action = github.sync_drift_issue(plan.fleet, body)
     if action.action == "none":

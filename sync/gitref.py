@@ -44,3 +44,14 @@ def file_at(path: Path, ref: str) -> str | None:
         raise GitRefError(f"unknown git ref {ref!r}") from exc
     data: bytes = blob.data_stream.read()
     return data.decode("utf-8", errors="replace")
+
+
+def head_commit(path: Path) -> tuple[str, str]:
+    """(HEAD's sha, path's location in the repository as a/b.yaml): what a commit made through
+    the API on top of the checkout needs."""
+    repo = _repo(path.resolve().parent)
+    relative = path.resolve().relative_to(Path(repo.working_tree_dir or ".").resolve())
+    try:
+        return str(repo.head.commit.hexsha), relative.as_posix()
+    except ValueError as exc:  # a repository without commits
+        raise GitRefError(f"{path}: the repository has no commit yet") from exc

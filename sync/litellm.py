@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from .access import CHANGED_BY_HEADER, READ_ONLY, changed_by
 from .render import Route, canonical_json
 
 PAGE_SIZE = 200
@@ -88,11 +89,14 @@ class LiteLLMClient:
         timeout: float = 20.0,
         retry: Retry | None = None,
         transport: httpx.BaseTransport | None = None,
+        changed_by_header: str | None = None,
     ) -> None:
         if not urls:
             raise ValueError("at least one proxy URL is needed")
         self.urls = tuple(u.rstrip("/") for u in urls)
         self.retry = retry or Retry()
+        # Sent on writes only: LiteLLM's audit trail names who changed a route.
+        self._write_headers = {CHANGED_BY_HEADER: changed_by_header or changed_by({})}
         self._http = httpx.Client(
             headers={"Authorization": f"Bearer {api_key}"},
             timeout=timeout,
@@ -118,6 +122,8 @@ class LiteLLMClient:
     def _send(self, method: str, url: str, write: bool, **kwargs: Any) -> Any:
         """One request with retries for transient errors; returns parsed JSON."""
         last: ProxyError | None = None
+        if write:
+            kwargs["headers"] = self._write_headers
         for attempt in range(self.retry.attempts):
             if attempt:
                 time.sleep(self.retry.delay(attempt - 1))
@@ -144,7 +150,12 @@ class LiteLLMClient:
                     raise ProxyError(kind, f"{method} {_path(url)}: answer is not JSON") from None
             kind = classify(response.status_code, response.text, write)
             message = f"{method} {_path(url)} answered {response.status_code}: "
-            if kind is ErrorKind.AUTH:
+            if kind is ErrorKind.AUTH and write and response.status_code == 403:
+                message = (
+                    f"{READ_ONLY}: the proxy at {_origin(url)} answered 403 to {method} "
+                    f"{_path(url)}; apply needs a proxy_admin key in LITELLM_PROXY_API_KEY: "
+                )
+            elif kind is ErrorKind.AUTH:
                 message = (
                     f"the proxy at {_origin(url)} refused the admin key ({response.status_code}); "
                     "check LITELLM_PROXY_API_KEY: "
@@ -174,6 +185,24 @@ class LiteLLMClient:
                 f"the proxy at {url} has no database (db: {db}); fleet-sync manages routes "
                 "stored in LiteLLM's database: set DATABASE_URL and store_model_in_db: true",
             )
+
+    def key_role(self) -> str | None:
+        """The user role of the key in use (proxy_admin_viewer, ...), or None when the proxy does
+        not say: the master key has no key row, and a proxy may refuse either lookup."""
+        try:
+            key = self._send("GET", f"{self.write_url}/key/info", write=False)
+            info = key.get("info") if isinstance(key, dict) else None
+            user_id = info.get("user_id") if isinstance(info, dict) else None
+            if not isinstance(user_id, str) or not user_id:
+                return None
+            user = self._send(
+                "GET", f"{self.write_url}/user/info", write=False, params={"user_id": user_id}
+            )
+        except ProxyError:
+            return None  # not knowing is no reason to stop: a refused write still says why
+        row = user.get("user_info") if isinstance(user, dict) else None
+        role = row.get("user_role") if isinstance(row, dict) else None
+        return role if isinstance(role, str) else None
 
     def list_routes(self, url: str | None = None, consistent_reads: int = 3) -> list[Route]:
         """Every route on one pod, all pages. A listing whose pages disagree (a page shorter than

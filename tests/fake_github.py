@@ -22,6 +22,8 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 
+from .fake_github_git import FakeGitData
+
 JSON = dict[str, Any]
 
 
@@ -56,6 +58,7 @@ class FakeGitHub:
         self.faults: list[Fault] = []
         self.link_base: str | None = None  # host put in Link headers (None: this server)
         self.lock = threading.RLock()
+        self.git = FakeGitData(self)  # branches, commits, pull requests, workflow dispatches
         self._next_comment_id = 1000
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -239,6 +242,8 @@ class FakeGitHub:
         if not path.startswith(prefix + "/"):
             return 404, {"message": "Not Found"}, {}
         rest = path[len(prefix) :]
+        if (answer := self.git.handle(method, rest, query, body)) is not None:
+            return answer
         if m := re.fullmatch(r"/issues/(\d+)/comments", rest):
             number = int(m.group(1))
             if number not in self.issues:
@@ -355,7 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 status, payload, headers = gh.handle(self.command, parts.path, query, body)
             gh.calls.append(Call(self.command, parts.path, query, body, status))
-        data = json.dumps(payload).encode()
+        data = b"" if status == 204 else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(data)))

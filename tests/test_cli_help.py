@@ -28,6 +28,9 @@ COMMANDS = {
         "--verify",
     ],
     "drift": ["--github-issue", "--fix", "exit 2"],
+    "set-host": ["--api-base", "--enable / --disable", "--add", "exit 1"],
+    "propose": ["--automerge", "--apply-workflow", "--probe", "GITHUB_REF_NAME"],
+    "import": ["--output", "--fleet", "--model", "model_groups"],
 }
 
 

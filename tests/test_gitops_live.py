@@ -210,3 +210,27 @@ def test_comment_of_a_3000_route_plan_stays_under_the_limit() -> None:
     assert len(body) < GITHUB_COMMENT_LIMIT
     assert "truncated" in body and "job summary" in body
     assert PlanComment.parse(body) is not None
+
+
+def test_apply_result_reaches_the_summary_before_github_is_asked_and_only_once(
+    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+) -> None:
+    fleet_file = write_fleet(
+        tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": {"hosts": {"a": OLD}}}
+    )
+    merged = [fake_github.add_pull_request(n, state="closed", merged=True) for n in (31, 32)]
+    fake_github.set_commit_pulls("abc999", merged)
+    env = actions_env(proxy, fake_github, tmp_path, {}, "abc999")
+    fake_github.rate_limit_next(1, method="GET")  # GET commits/abc999/pulls
+    run = fleet_sync(["apply", "-f", str(fleet_file), "--github-comment"], env)
+    assert run.code == 1 and "rate limit" in run.err
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert summary.count("fleet-sync apply for") == 1 and "1 done, 0 failed" in summary
+
+    run = fleet_sync(["apply", "-f", str(fleet_file), "--github-comment"], env)  # re-run
+    assert run.code == 0, run.err
+    summary = (tmp_path / "summary.md").read_text(encoding="utf-8")
+    assert summary.count("fleet-sync apply for") == 2  # once per run, not once per PR
+    for number in merged:
+        (result,) = fake_github.comments_on(number)
+        assert "nothing to do" in result["body"]

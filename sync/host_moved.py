@@ -1,0 +1,161 @@
+"""The host-moved loop: fleet.yaml as set-host left it becomes one commit on a branch named
+after the host, a pull request (opened, or the open one updated), the plan comment on it, and,
+when the repository opted in and the plan does nothing but move that host, the merge.
+
+Pull requests and pushes made with a workflow's GITHUB_TOKEN start no other workflow, so this
+posts the plan comment itself (the same sticky comment plan.yml edits) and, after a merge,
+starts the apply workflow through workflow_dispatch, the one event that token may trigger.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import gitops
+from .github_config import GitHubConfig
+from .github_pulls import PullRequestClient
+from .gitref import file_at, head_commit
+from .plan import Plan, Update
+from .render import TAG_DIGEST, Route
+
+BRANCH_PREFIX = "fleet-sync/host-moved"
+# What a plan may change for a host move to merge without review: the address, and the digest
+# tag that covers it.
+MOVE_PATHS = frozenset({"litellm_params.api_base", f"model_info.{TAG_DIGEST}"})
+_REF_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+def branch_name(model: str, host: str) -> str:
+    """fleet-sync/host-moved/<model>/<host>, each part reduced to characters git and URLs take
+    as they are; a short hash of the real names keeps two that reduce alike apart."""
+    parts = []
+    for name in (model, host):
+        safe = _REF_UNSAFE.sub("-", name).strip(".-").replace("..", ".")[:60] or "x"
+        if safe != name or safe.endswith(".lock"):
+            safe = f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
+        parts.append(safe)
+    return f"{BRANCH_PREFIX}/{parts[0]}/{parts[1]}"
+
+
+def automerge_refusal(plan: Plan, refusals: Sequence[str], model: str, host: str) -> str | None:
+    """Why this plan is more than moving one host to an address proven to serve its model (so
+    a human reviews it), or None."""
+    if refusals:
+        return "the plan is refused by the safety checks"
+    if plan.withheld:
+        return f"a change is withheld ({plan.withheld[0].reason})"
+    others = [c for c in plan.changes if (c.model_name, c.host) != (model, host)]
+    if others:
+        return f"the plan changes {len(others)} other route(s) too (drift or other edits)"
+    if len(plan.changes) != 1 or not isinstance(plan.changes[0], Update):
+        actions = ", ".join(c.action for c in plan.changes) or "nothing"
+        return f"the plan for {model}/{host} is {actions}, not one in-place update"
+    extra = sorted({d.path for d in plan.changes[0].diff} - MOVE_PATHS)
+    if extra:
+        return f"the update changes more than the address: {', '.join(extra)}"
+    health = plan.health_of(plan.changes[0].id)
+    if health is None:
+        return "the new address was not probed (--probe): nothing proves it serves the model"
+    if not health.serves:
+        return f"the new address does not serve the model: {health.api_base} {health.summary()}"
+    return None
+
+
+@dataclass(frozen=True)
+class Proposal:
+    branch: str
+    number: int | None  # None when there was nothing to propose
+    url: str
+    action: str  # opened | updated | unchanged | closed | nothing
+    head: str  # the commit the pull request shows ("" when none)
+
+
+def _code(text: str) -> str:
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{text}{fence}"
+
+
+def propose(
+    github: PullRequestClient,
+    fleet_file: Path,
+    model: str,
+    host: str,
+    api_base: str,
+    base: str,
+) -> Proposal:
+    """Commit fleet.yaml (as set-host left it) on top of the checkout, on the host's branch, and
+    open or update that branch's pull request. When fleet.yaml equals the checkout, an open pull
+    request for the host is stale (the host is back where the base branch says): it is closed."""
+    branch = branch_name(model, host)
+    parent, path = head_commit(fleet_file)
+    content = fleet_file.read_bytes()
+    existing = github.open_pull(branch)
+    if file_at(fleet_file, parent) == content.decode("utf-8", errors="replace"):
+        if existing is None:
+            return Proposal(branch, None, "", "nothing", "")
+        number = int(existing["number"])
+        github.post_comment(
+            number,
+            f"Closed: {base} already has {_code(model)}/{_code(host)} at {_code(api_base)}.",
+        )
+        github.edit_pull(number, state="closed")
+        return Proposal(branch, number, str(existing.get("html_url") or ""), "closed", "")
+    title = f"Move {model}/{host} to {api_base}"
+    commit = github.commit_file(parent, path, content, f"{title}\n\nRequested by host-moved.")
+    moved = github.point_branch(branch, commit)
+    body = (
+        f"Host {_code(host)} of model {_code(model)} moved to {_code(api_base)}.\n\n"
+        f"Opened by the host-moved workflow from a `host-moved` dispatch: `fleet-sync set-host` "
+        f"changed only this host's `api_base` in `{path}`. The plan comment below shows what "
+        "apply will do after the merge."
+    )
+    if existing is None:
+        pull = github.create_pull(branch, base, title, body)
+        action = "opened"
+    else:
+        pull = github.edit_pull(int(existing["number"]), title=title, body=body)
+        action = "unchanged" if moved == "unchanged" else "updated"
+    return Proposal(branch, int(pull["number"]), str(pull.get("html_url") or ""), action, commit)
+
+
+def comment_and_maybe_merge(
+    github: PullRequestClient,
+    proposal: Proposal,
+    model: str,
+    host: str,
+    fleet_file: Path,
+    plan: Plan,
+    live: Sequence[Route],
+    refusals: Sequence[str],
+    environ: Mapping[str, str],
+    merge: tuple[str, str] | None,
+) -> list[str]:
+    """The plan comment on the pull request; with merge=(base, apply workflow) and a plan that
+    only moves the host, the merge and the apply run. Returns what happened, line by line."""
+    assert proposal.number is not None
+    parent, _ = head_commit(fleet_file)
+    report = [
+        gitops.comment_plan(
+            fleet_file, plan, live, refusals, parent, environ, pr_number=proposal.number
+        )
+    ]
+    if merge is None:
+        return report
+    base, workflow = merge
+    refusal = automerge_refusal(plan, refusals, model, host)
+    if refusal:
+        return [*report, f"not merged automatically: {refusal}; it waits for a review"]
+    sha = github.merge_pull(proposal.number, proposal.head, f"Move {model}/{host}")
+    report.append(f"merged pull request #{proposal.number} into {base} ({sha[:12]})")
+    if workflow:
+        github.dispatch_workflow(workflow, base)
+        report.append(f"started {workflow} on {base} (a merge by the workflow token starts none)")
+    return report
+
+
+def client(environ: Mapping[str, str]) -> PullRequestClient:
+    return PullRequestClient(GitHubConfig.from_env(environ))
