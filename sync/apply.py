@@ -1,5 +1,11 @@
 """Executing a Plan: creates, then updates, then deletes; ambiguous writes read back; the result
-is what every listed pod shows afterwards, not what the writes answered."""
+is what every listed pod's router lists afterwards, not what the writes answered.
+
+A write counts only once the router lists it (what clients route on): LiteLLM can store a route
+it then fails to load ("saved to the database, but ... not live"), and a database lookup would
+find that row. A model group's deletes (replacements included) run only after every create and
+update of that group is listed, so a group never loses its last serving route to a write that
+serves nothing."""
 
 from __future__ import annotations
 
@@ -33,8 +39,13 @@ class Result:
 
     @property
     def complete(self) -> bool:
-        """Every change confirmed, and none withheld for want of a serving host."""
-        return all(o.status == "done" for o in self.outcomes) and not self.plan.withheld
+        """Every change confirmed, none withheld for want of a serving host, and no desired
+        route left without one by a conflict."""
+        return (
+            all(o.status == "done" for o in self.outcomes)
+            and not self.plan.withheld
+            and not self.plan.conflicts
+        )
 
     def count(self, status: Status) -> int:
         return sum(1 for o in self.outcomes if o.status == status)
@@ -78,23 +89,33 @@ def apply_plan(
     sleep: Callable[[float], None] = time.sleep,
 ) -> Result:
     written: list[_Written] = []
-    failed_groups: set[str] = set()
-    for stage in ("create", "update", "delete"):
-        todo = list(plan.of(stage))
-        if stage == "delete":
-            skipped = [c for c in todo if c.model_name in failed_groups]
-            written += [
-                _Written(
-                    c, "skipped", f"skipped: a create/update of {c.model_name} did not go through"
-                )
-                for c in skipped
-            ]
-            todo = [c for c in todo if c.model_name not in failed_groups]
-        results = _run_stage(todo, client, concurrency, written)
+    blocked: dict[str, str] = {}  # model group -> why its deletes must not run
+    for stage in ("create", "update"):
+        results = _run_stage(list(plan.of(stage)), client, concurrency, written)
         written += results
-        # A group whose create/update failed or stayed ambiguous keeps its old routes.
-        failed_groups |= {w.change.model_name for w in results if w.state != "written"}
-    outcomes = _confirm(written, client, confirm_timeout, poll_interval, sleep)
+        for w in results:
+            # A group whose create/update failed or stayed ambiguous keeps its old routes.
+            if w.state != "written":
+                why = "failed" if w.state == "failed" else "stayed ambiguous"
+                blocked.setdefault(w.change.model_name, f"did not go through ({w.change.id} {why})")
+    reader = _ReadBack(client, confirm_timeout, poll_interval, sleep)
+    deleting = {c.model_name for c in plan.of("delete")}
+    gate = [w for w in written if w.ok and w.change.model_name in deleting]
+    reader.wait(gate)
+    for w in gate:
+        if reader.lagging(w):
+            blocked.setdefault(w.change.model_name, f"is not listed by the router ({w.change.id})")
+    todo = [c for c in plan.of("delete") if c.model_name not in blocked]
+    written += [
+        _Written(
+            c, "skipped", f"skipped: a create/update of {c.model_name} {blocked[c.model_name]}"
+        )
+        for c in plan.of("delete")
+        if c.model_name in blocked
+    ]
+    written += _run_stage(todo, client, concurrency, written)
+    reader.wait([w for w in written if w.ok])
+    outcomes = reader.outcomes(written)
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
 
@@ -126,6 +147,10 @@ class _Ambiguous(Exception):
     """The write's answers never settled whether it happened; read-back will tell."""
 
 
+class _NotServed(Exception):
+    """LiteLLM answered that it stored the route, and its router does not list it."""
+
+
 def _write(change: Change, client: LiteLLMClient) -> _Written:
     try:
         if isinstance(change, Create):
@@ -135,6 +160,8 @@ def _write(change: Change, client: LiteLLMClient) -> _Written:
         return _Written(change, "written", _delete(change, client))
     except _Ambiguous as exc:
         return _Written(change, "ambiguous", str(exc))
+    except _NotServed as exc:
+        return _Written(change, "failed", str(exc))
     except ProxyError as exc:
         if exc.kind in FATAL:
             raise
@@ -147,6 +174,19 @@ def _matches(live: Route | None, desired: Route) -> bool:
     return live is not None and not diff(live, desired)
 
 
+# LiteLLM's answer when the router of the pod that took the write reloaded and does not serve
+# what it stored: "Model create was saved to the database, but the model id(s) [...] are not
+# live in this pod's router ...". Any other 500 (the id already exists, say) says nothing
+# about serving: the pod may simply not have reloaded yet, so read-back decides.
+SAVED_NOT_SERVED = "saved to the database, but"
+
+
+def _not_served(exc: ProxyError) -> _NotServed | None:
+    if SAVED_NOT_SERVED not in str(exc):
+        return None
+    return _NotServed(f"stored by LiteLLM but not listed by its router: {exc}")
+
+
 def _create(route: Route, client: LiteLLMClient) -> str:
     note = ""
     for _ in range(WRITE_ATTEMPTS):
@@ -157,13 +197,21 @@ def _create(route: Route, client: LiteLLMClient) -> str:
             if exc.kind is not ErrorKind.MAYBE_COMMITTED:
                 raise
             # Never re-create blindly: the row may exist (written, or the id was taken).
-            live = client.find_route(route.id)
+            live = client.find_route(route.id, route.model_name)
             if _matches(live, route):
-                return f"created ({exc.status or 'no answer'} answered; read back: present)"
-            if live is not None:
-                client.update(route)
-                return "id existed; updated to the desired state"
-            note = f"re-sent after an ambiguous answer ({exc})"
+                return f"created ({exc.status or 'no answer'} answered; read back: listed)"
+            stored = live or client.find_stored(route.id)
+            if stored is None:
+                note = f"re-sent after an ambiguous answer ({exc})"
+                continue
+            if live is None and (not_served := _not_served(exc)) is not None:
+                raise not_served from None
+            if _matches(stored, route):
+                # Stored as wanted; this pod's router has not loaded it yet (another pod
+                # wrote it, say). The listing decides, and the group's deletes wait for it.
+                return f"stored ({exc.status or 'no answer'} answered); waiting for the router"
+            client.update(route)
+            return "id existed; updated to the desired state"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
@@ -179,8 +227,11 @@ def _update(change: Update, client: LiteLLMClient) -> str:
                 return "was gone; created"
             if exc.kind is not ErrorKind.MAYBE_COMMITTED:
                 raise
-            if _matches(client.find_route(route.id), route):
-                return f"updated ({exc.status or 'no answer'} answered; read back: matches)"
+            live = client.find_route(route.id, route.model_name)
+            if _matches(live, route):
+                return f"updated ({exc.status or 'no answer'} answered; read back: listed)"
+            if live is None and (not_served := _not_served(exc)) is not None:
+                raise not_served from None
             continue  # PATCH carries the full desired state, so sending it again is safe
         kept = [k for k in remove if k in (stored.get("litellm_params") or {})]
         if kept:
@@ -204,7 +255,8 @@ def _delete(change: Delete, client: LiteLLMClient) -> str:
                 return "already gone"
             if exc.kind is not ErrorKind.MAYBE_COMMITTED:
                 raise
-            if client.find_route(change.id) is None:
+            # Gone from the database, not just from the router: a row left there comes back.
+            if client.find_stored(change.id) is None:
                 return f"deleted ({exc.status or 'no answer'} answered; read back: gone)"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
@@ -215,50 +267,61 @@ def _shows(change: Change, by_id: dict[str, Route]) -> bool:
     return _matches(by_id.get(change.id), change.route)
 
 
-def _confirm(
-    written: Iterable[_Written],
-    client: LiteLLMClient,
-    timeout: float,
-    poll: float,
-    sleep: Callable[[float], None],
-) -> list[Outcome]:
-    """Read every pod until each written change shows on all of them or the deadline passes."""
-    written = list(written)
-    pending = [w for w in written if w.ok]
-    seen: dict[tuple[str, str], bool] = {}
-    errors: dict[str, str] = {}
-    deadline = time.monotonic() + timeout
-    while pending:
-        for url in client.urls:
-            try:
-                by_id = {r.id: r for r in client.list_routes(url)}
-            except ProxyError as exc:
-                errors[url] = str(exc)
-                continue
-            errors.pop(url, None)
-            for w in pending:
-                # A pod that showed a change keeps it: pods only move forward to the DB state.
-                seen[(w.change.id, url)] = seen.get((w.change.id, url), False) or _shows(
-                    w.change, by_id
+class _ReadBack:
+    """Reads every pod until each written change shows in its router's listing, or the
+    deadline of one wait passes. A pod that showed a change keeps it: pods only move forward to
+    the database state."""
+
+    def __init__(
+        self,
+        client: LiteLLMClient,
+        timeout: float,
+        poll: float,
+        sleep: Callable[[float], None],
+    ) -> None:
+        self.client, self.timeout, self.poll, self.sleep = client, timeout, poll, sleep
+        self.seen: dict[tuple[str, str, str], bool] = {}
+        self.errors: dict[str, str] = {}
+
+    def _key(self, w: _Written, url: str) -> tuple[str, str, str]:
+        return (w.change.id, w.change.action, url)
+
+    def lagging(self, w: _Written) -> tuple[str, ...]:
+        return tuple(u for u in self.client.urls if not self.seen.get(self._key(w, u), False))
+
+    def wait(self, pending: Iterable[_Written]) -> None:
+        pending = [w for w in pending if self.lagging(w)]
+        deadline = time.monotonic() + self.timeout
+        while pending:
+            for url in self.client.urls:
+                try:
+                    by_id = {r.id: r for r in self.client.list_routes(url)}
+                except ProxyError as exc:
+                    self.errors[url] = str(exc)
+                    continue
+                self.errors.pop(url, None)
+                for w in pending:
+                    key = self._key(w, url)
+                    self.seen[key] = self.seen.get(key, False) or _shows(w.change, by_id)
+            pending = [w for w in pending if self.lagging(w)]
+            if not pending or time.monotonic() >= deadline:
+                return
+            self.sleep(self.poll)
+
+    def outcomes(self, written: Iterable[_Written]) -> list[Outcome]:
+        outcomes = []
+        for w in written:
+            if not w.ok:
+                outcomes.append(
+                    Outcome(w.change, "failed" if w.state == "failed" else "skipped", w.detail)
                 )
-        if all(seen.get((w.change.id, u), False) for w in pending for u in client.urls):
-            break
-        if time.monotonic() >= deadline:
-            break
-        sleep(poll)
-    outcomes = []
-    for w in written:
-        if not w.ok:
-            outcomes.append(
-                Outcome(w.change, "failed" if w.state == "failed" else "skipped", w.detail)
-            )
-            continue
-        lagging = tuple(u for u in client.urls if not seen.get((w.change.id, u), False))
-        if not lagging:
-            outcomes.append(Outcome(w.change, "done", w.detail))
-        else:
-            why = "; ".join(f"{u}: {errors[u]}" for u in lagging if u in errors)
-            detail = f"{w.detail}; not shown by {', '.join(lagging)} within {timeout:g}s"
-            detail += f" ({why})" if why else ""
-            outcomes.append(Outcome(w.change, "unconfirmed", detail, lagging))
-    return outcomes
+                continue
+            lagging = self.lagging(w)
+            if not lagging:
+                outcomes.append(Outcome(w.change, "done", w.detail))
+            else:
+                why = "; ".join(f"{u}: {self.errors[u]}" for u in lagging if u in self.errors)
+                detail = f"{w.detail}; not listed by {', '.join(lagging)} within {self.timeout:g}s"
+                detail += f" ({why})" if why else ""
+                outcomes.append(Outcome(w.change, "unconfirmed", detail, lagging))
+        return outcomes

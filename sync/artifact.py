@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import scrub
+
 WHAT = {"plan": "plan", "apply": "apply result", "drift": "drift report"}
 
 
@@ -38,9 +40,11 @@ class ReportFiles:
         name = f"{fleet}.{kind}.md"
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
-            (self.directory / name).write_text(markdown, encoding="utf-8")
-            (self.directory / f"{fleet}.{kind}.json").write_text(
-                json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            # Uploaded as an artifact anyone with read access downloads: the final scrub.
+            scrub.write_text(self.directory / name, markdown)
+            scrub.write_text(
+                self.directory / f"{fleet}.{kind}.json",
+                json.dumps(data, indent=2, ensure_ascii=False) + "\n",
             )
         except OSError as exc:
             return f"the full text could not be written to {self.directory} ({exc.strerror})"

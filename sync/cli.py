@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from . import __version__, gitops
+from . import __version__, gitops, scrub
 from .apply import ApplyAborted, Result, apply_plan
 from .cli_common import (
     CONCURRENCY,
@@ -20,7 +20,9 @@ from .cli_common import (
     EXIT_INCOMPLETE,
     EXIT_OK,
     EXIT_REFUSED,
+    MAX_CONCURRENCY,
     Exit,
+    Seconds,
     check_can_write,
     connect,
     current_plan,
@@ -32,15 +34,18 @@ from .cli_common import (
     read_fleet,
     read_live,
     read_proxy_options,
+    take_over_option,
+    with_source,
     write_key,
 )
 from .cli_health import gate_plan, health_options, verify_result
 from .cli_hosts import import_command, propose, set_host
 from .fleet import load_fleet
 from .litellm import LiteLLMClient
-from .plan import Plan, make_plan
+from .plan import Plan
 from .probe import PROBE_TIMEOUT
 from .problems import FleetError, Problem
+from .redaction import plan_json
 from .render import render, render_config
 from .report import (
     plan_markdown,
@@ -61,7 +66,7 @@ def colour() -> bool:
 
 def show_plan(plan: Plan, fmt: str, unsafe: tuple[str, ...] = ()) -> None:
     if fmt == "json":
-        body = plan.to_json()
+        body = plan_json(plan)
         body["refused"] = list(unsafe)
         click.echo(to_json(body), nl=False)
     elif fmt == "markdown":
@@ -93,6 +98,7 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     problems: list[Problem] = []
     valid: list[str] = []
     for path in files:
+        scrub.active().remember_fleet(path, os.environ)
         try:
             fleet = load_fleet(path, str(path))
         except FleetError as exc:
@@ -125,7 +131,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     """Print the LiteLLM config.yaml fragment ({model_list: [...]}) fleet.yaml means."""
     text = render_config(render(read_fleet(fleet_file)))
     if output:
-        output.write_text(text, encoding="utf-8")
+        scrub.write_text(output, text)
     else:
         click.echo(text, nl=False)
 
@@ -153,6 +159,7 @@ def render_command(fleet_file: Path, output: Path | None) -> None:
     "merge base with HEAD is used).",
 )
 @health_options
+@take_over_option
 def plan(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -163,24 +170,30 @@ def plan(
     detailed_exitcode: bool,
     github_comment: bool,
     base_ref: str | None,
+    take_over: bool,
     probe: bool,
     require_healthy: bool,
     probe_timeout: float,
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
-        live = read_live(client)
-    the_plan = gate_plan(
-        fleet, make_plan(fleet, render(fleet), live), probe, require_healthy, probe_timeout
-    )
+        live = read_live(client, fleet, take_over)
+    the_plan = gate_plan(fleet, live.plan(fleet, take_over), probe, require_healthy, probe_timeout)
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
-        out.write_text(to_json(the_plan.to_json()), encoding="utf-8")
+        scrub.write_text(out, to_json(plan_json(the_plan)))
     if github_comment:
         on_github(
-            lambda: gitops.comment_plan(fleet_file, the_plan, live, unsafe, base_ref, os.environ)
+            lambda: gitops.comment_plan(
+                fleet_file,
+                the_plan,
+                lambda base: live.plan(with_source(base, fleet_file, os.environ), take_over),
+                unsafe,
+                base_ref,
+                os.environ,
+            )
         )
     if detailed_exitcode and not the_plan.empty:
         raise Exit(EXIT_CHANGES)
@@ -199,12 +212,17 @@ def plan(
 @click.option("--dry-run", is_flag=True, help="Print the plan, write nothing.")
 @format_option("text", "json")
 @click.option(
-    "--concurrency", default=CONCURRENCY, show_default=True, help="Parallel writes per stage."
+    "--concurrency",
+    default=CONCURRENCY,
+    show_default=True,
+    type=click.IntRange(1, MAX_CONCURRENCY),
+    help="Parallel writes per stage.",
 )
 @click.option(
     "--confirm-timeout",
     default=CONFIRM_TIMEOUT,
     show_default=True,
+    type=Seconds(),
     metavar="SECONDS",
     help="How long read-back waits for every pod to show the changes (LiteLLM pods "
     "reload from the database every 30 s by default).",
@@ -221,6 +239,7 @@ def plan(
     help="After apply, send one max_tokens=1 chat request per changed model group through the "
     "proxy and report which host answered; a failed one exits 4.",
 )
+@take_over_option
 def apply(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -233,27 +252,30 @@ def apply(
     concurrency: int,
     confirm_timeout: float,
     github_comment: bool,
+    take_over: bool,
     probe: bool,
     require_healthy: bool,
     probe_timeout: float,
     verify: bool,
 ) -> None:
     """Converge the proxy: create, then update, then prune; confirm by reading back."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
         the_plan = gate_plan(
             fleet,
-            current_plan(fleet, client, confirm_timeout),
+            current_plan(fleet, client, confirm_timeout, take_over),
             probe,
             require_healthy,
             probe_timeout,
         )
         unsafe = refusals(the_plan, fleet.max_prune_percent)
-        if dry_run:
-            show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
-            return
         if saved is not None:
-            check_saved(saved, the_plan)
+            check_saved(saved, the_plan)  # a dry run previews exactly what apply would do
+        if dry_run:
+            show_plan(the_plan, "json" if fmt == "json" else "text", () if force else unsafe)
+            if unsafe and not force:
+                fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
+            return
         if unsafe and not force:
             show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
             fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
@@ -282,6 +304,12 @@ def apply(
             click.echo(verify_text(verified, client.write_url), nl=False)
     if github_comment:
         on_github(lambda: gitops.comment_result(result, os.environ, verified))
+    if the_plan.conflicts:
+        click.echo(
+            f"error: {len(the_plan.conflicts)} host(s) have no route: their ids are held by "
+            "routes this fleet does not own (left alone; see the plan's conflicts)",
+            err=True,
+        )
     if not result.complete or not all(v.ok for v in verified):
         raise Exit(EXIT_INCOMPLETE)
 
@@ -336,7 +364,7 @@ def drift(
     fix: bool,
 ) -> None:
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     code = EXIT_OK
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
@@ -368,16 +396,23 @@ for _command in (set_host, propose, import_command):
 
 
 def main(argv: list[str] | None = None) -> None:
+    # Every byte written to stdout and stderr, usage errors included, goes through the scrub.
+    with scrub.session():
+        code = run(argv)
+    sys.exit(code)
+
+
+def run(argv: list[str] | None) -> int:
     try:
         cli.main(args=argv, prog_name="fleet-sync", standalone_mode=False)
     except Exit as exc:
-        sys.exit(exc.code)
+        return exc.code
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
-        sys.exit(EXIT_ERROR)
+        return EXIT_ERROR
     except click.ClickException as exc:
         exc.show()
-        sys.exit(EXIT_ERROR)  # usage errors are errors (1), not "changes present" (2)
+        return EXIT_ERROR  # usage errors are errors (1), not "changes present" (2)
     except KeyboardInterrupt:
-        sys.exit(130)
-    sys.exit(EXIT_OK)
+        return 130
+    return EXIT_OK

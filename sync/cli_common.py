@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
+from . import scrub
 from .access import changed_by, write_refusal
+from .credentials import has_userinfo, strip_userinfo
 from .fleet import Fleet, load_fleet
 from .github_config import GitHubError
+from .gitref import repository_of
 from .litellm import LiteLLMClient, ProxyError
 from .plan import Plan, make_plan
 from .problems import FleetError
@@ -22,6 +27,8 @@ EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 # LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
 CONFIRM_TIMEOUT = 40.0
 CONCURRENCY = 4
+MAX_CONCURRENCY = 64  # parallel writes per stage; LiteLLM serialises DB writes anyway
+MAX_SECONDS = 3600.0  # no admin call or read-back is worth waiting an hour for
 
 
 class Exit(Exception):
@@ -82,9 +89,26 @@ def proxy_options(f: Callable[..., Any], read_only: bool = False) -> Callable[..
         "--timeout",
         default=20.0,
         show_default=True,
+        type=Seconds(min=0, min_open=True),
         metavar="SECONDS",
-        help="Per-request timeout for the proxy's admin API.",
+        help="Deadline of one request to the proxy's admin API, the whole answer read "
+        "(retries of a failed request get their own).",
     )(f)
+
+
+class Seconds(click.FloatRange):
+    """A finite number of seconds in a range (FloatRange lets nan through)."""
+
+    name = "seconds"
+
+    def __init__(self, min: float = 0, max: float = MAX_SECONDS, min_open: bool = False) -> None:
+        super().__init__(min=min, max=max, min_open=min_open)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        seconds = super().convert(value, param, ctx)
+        if not math.isfinite(seconds):
+            self.fail(f"{value!r} is not a finite number of seconds.", param, ctx)
+        return seconds
 
 
 def read_proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -93,6 +117,7 @@ def read_proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def read_fleet(path: Path) -> Fleet:
+    scrub.active().remember_fleet(path, os.environ)
     try:
         return load_fleet(path, str(path))
     except FleetError as exc:
@@ -112,9 +137,16 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
             "no admin key given: set LITELLM_PROXY_API_KEY (plan and drift also take "
             "LITELLM_PROXY_READ_API_KEY) or pass --api-key"
         )
+    scrub.remember(api_key)
     for url in urls:
         if not url.startswith(("http://", "https://")):
-            fail(f"proxy URL {url!r} must start with http:// or https://")
+            fail(f"proxy URL {strip_userinfo(url)!r} must start with http:// or https://")
+        if has_userinfo(url):
+            # httpx would turn user:pass@ into Basic auth in place of the admin key.
+            fail(
+                f"proxy URL {strip_userinfo(url)!r} carries credentials (user:pass@); "
+                "remove them and give the admin key with LITELLM_PROXY_API_KEY or --api-key"
+            )
     return LiteLLMClient(urls, api_key, timeout=timeout, changed_by_header=changed_by(os.environ))
 
 
@@ -134,7 +166,44 @@ def check_can_write(client: LiteLLMClient) -> None:
         fail(refusal)
 
 
-def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
+def take_over_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--take-over",
+        is_flag=True,
+        help="Own the routes tagged with this fleet's name by another source (another "
+        "repository using the same fleet name): update them to this fleet.yaml, prune the "
+        "rest. For moving a fleet to a new repository; without it they are never touched.",
+    )(f)
+
+
+def with_source(fleet: Fleet, fleet_file: Path, environ: Mapping[str, str]) -> Fleet:
+    """The fleet with the source its routes are tagged with: fleet.yaml's source:, else
+    GITHUB_REPOSITORY (CI), else the origin remote of the repository holding fleet.yaml (a
+    local clone of the same repository), else none. Lowercase: GitHub ignores the case of
+    owner/name, and one spelling keeps a local run and CI from rewriting each other's tag."""
+    source = (
+        fleet.source
+        or environ.get("GITHUB_REPOSITORY", "").strip()
+        or repository_of(fleet_file)
+        or ""
+    )
+    return replace(fleet, source=source.lower() or None)
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What the proxy holds: the routes its router lists (what clients route on), and the rows
+    of the fleet's model groups it stored but does not list (writes it could not load)."""
+
+    listed: Sequence[Route]
+    unlisted: Sequence[Route]
+
+    def plan(self, fleet: Fleet, take_over: bool) -> Plan:
+        return make_plan(fleet, render(fleet), self.listed, self.unlisted, take_over)
+
+
+def read_routes(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
+    """Every route the router lists, once all pods list the same (for reads that plan nothing)."""
     try:
         for url in client.urls:
             client.check_ready(url)
@@ -143,10 +212,37 @@ def read_live(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) ->
         fail(str(exc))
 
 
+def read_live(
+    client: LiteLLMClient,
+    fleet: Fleet,
+    take_over: bool = False,
+    settle_timeout: float = CONFIRM_TIMEOUT,
+) -> LiveState:
+    desired = render(fleet)
+
+    def reads(routes: Sequence[Route]) -> object:
+        # Pods must agree on what this plan reads, not on LiteLLM's enrichment of the rest.
+        return make_plan(fleet, desired, routes, take_over=take_over).agreement
+
+    try:
+        for url in client.urls:
+            client.check_ready(url)
+        listed = client.list_agreed(settle_timeout, project=reads)
+        groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
+        ids = {r.id for r in listed}
+        unlisted = [r for r in client.list_stored(sorted(groups)) if r.id not in ids]
+    except ProxyError as exc:
+        fail(str(exc))
+    return LiveState(listed, unlisted)
+
+
 def current_plan(
-    fleet: Fleet, client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT
+    fleet: Fleet,
+    client: LiteLLMClient,
+    settle_timeout: float = CONFIRM_TIMEOUT,
+    take_over: bool = False,
 ) -> Plan:
-    return make_plan(fleet, render(fleet), read_live(client, settle_timeout))
+    return read_live(client, fleet, take_over, settle_timeout).plan(fleet, take_over)
 
 
 def on_github(call: Callable[[], str]) -> None:

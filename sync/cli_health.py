@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from .apply import Result
+from .cli_common import Seconds
 from .fleet import Fleet
 from .health import Verified
 from .healthgate import gate
@@ -37,6 +38,7 @@ def health_options(f: Callable[..., Any]) -> Callable[..., Any]:
         "--probe-timeout",
         default=PROBE_TIMEOUT,
         show_default=True,
+        type=Seconds(min=0, min_open=True),
         metavar="SECONDS",
         help="How long each host has to answer the probe.",
     )(f)

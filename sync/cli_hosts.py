@@ -9,11 +9,19 @@ from pathlib import Path
 
 import click
 
-from .cli_common import connect, fail, fleet_option, read_fleet, read_live, read_proxy_options
+from . import scrub
+from .cli_common import (
+    connect,
+    fail,
+    fleet_option,
+    read_fleet,
+    read_live,
+    read_proxy_options,
+    read_routes,
+    with_source,
+)
 from .cli_health import gate_plan, health_options
-from .plan import make_plan
 from .problems import FleetError
-from .render import render
 from .report import plan_text, problems_text
 from .safety import refusals
 
@@ -121,7 +129,7 @@ def propose(
 
     if not base:
         fail("no base branch: pass --base BRANCH (GitHub Actions sets GITHUB_REF_NAME)")
-    fleet = read_fleet(fleet_file)
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     hosts = {h.name: h for m in fleet.models if m.name == model for h in m.hosts}
     if host not in hosts:
         fail(f"{fleet_file}: no host {host!r} in model {model!r}; run set-host first")
@@ -137,11 +145,11 @@ def propose(
             if proposal.action == "closed":
                 return
             with connect(proxy_urls, api_key, timeout) as proxy:
-                live = read_live(proxy)
+                live = read_live(proxy, fleet)
             # An automatic merge needs proof the new address serves: it always probes.
             the_plan = gate_plan(
                 fleet,
-                make_plan(fleet, render(fleet), live),
+                live.plan(fleet, False),
                 probe or automerge,
                 require_healthy,
                 probe_timeout,
@@ -150,7 +158,16 @@ def propose(
             click.echo(plan_text(the_plan, False, unsafe), nl=False)
             merge = (base, apply_workflow) if automerge else None
             for line in host_moved.comment_and_maybe_merge(
-                github, proposal, model, host, fleet_file, the_plan, live, unsafe, os.environ, merge
+                github,
+                proposal,
+                model,
+                host,
+                fleet_file,
+                the_plan,
+                lambda base: live.plan(with_source(base, fleet_file, os.environ), False),
+                unsafe,
+                os.environ,
+                merge,
             ):
                 click.echo(line)
     except (GitHubError, GitRefError, ValueError) as exc:
@@ -186,13 +203,13 @@ def import_command(
     Then `fleet-sync plan` shows each untagged route replaced by a tagged copy, nothing else.
     """
     from .fleet import fleet_from_doc
-    from .importer import import_fleet
+    from .importer import import_fleet, placeholder_warning
     from .yamlmarks import parse_yaml
 
     if output is not None and output.exists():
         fail(f"{output} exists; choose another path or remove it first")
     with connect(proxy_urls, api_key, timeout) as client:
-        live = read_live(client)
+        live = read_routes(client)
     imported = import_fleet(live, fleet_name, only)
     for line in imported.left_out:
         click.echo(f"left out: {line}", err=True)
@@ -207,13 +224,11 @@ def import_command(
     if output is None:
         click.echo(imported.text, nl=False)
     else:
-        output.write_text(imported.text, encoding="utf-8")
-    for name in imported.placeholders:
-        click.echo(
-            f"warning: set {name} in the proxy's environment before apply: LiteLLM hid this "
-            "credential, fleet.yaml now refers to it as os.environ/" + name,
-            err=True,
-        )
+        scrub.write_text(output, imported.text)  # a file bound for git: the final scrub
+    for placeholder in imported.placeholders:
+        click.echo(f"warning: {placeholder_warning(placeholder)}", err=True)
+    for note in imported.notes:
+        click.echo(f"warning: {note}", err=True)
     click.echo(
         "warning: LiteLLM never returns api_key: if these hosts need one, add "
         "api_key: os.environ/NAME to fleet.yaml before apply",

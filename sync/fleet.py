@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
-from .credentials import written_out
+from .credentials import credential_line, has_userinfo, written_out
 from .problems import FleetError, Problem
 from .yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 
@@ -64,6 +64,9 @@ class Fleet:
     max_prune_percent: float
     models: tuple[Model, ...]
     health: str | None = None  # "probe" | "require": probe hosts on every plan and apply
+    # The repository that writes this fleet's routes (tag fleet_sync_source): fleet.yaml's
+    # source:, else what the command line resolves (GITHUB_REPOSITORY, the git remote).
+    source: str | None = None
 
     @property
     def requires_health(self) -> bool:
@@ -109,7 +112,8 @@ def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
 def _where(path: JsonPath) -> str:
     out = ""
     for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+        name = str(part) if str(part).isprintable() else repr(part)  # one problem, one line
+        out += f"[{part}]" if isinstance(part, int) else (f".{name}" if out else name)
     return out or "top level"
 
 
@@ -182,6 +186,13 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
     elif kind == "pattern" and last == "fleet":
         yield Problem(
             file, *at, f"fleet: {error.instance!r} must be 1-63 lowercase letters, digits or dashes"
+        )
+    elif kind == "pattern" and last == "source" and len(path) == 1:
+        yield Problem(
+            file,
+            *at,
+            f"source: {error.instance!r} must name a repository like my-org/llm-fleet "
+            "(letters, digits and ._:/@-, at most 200)",
         )
     elif kind == "pattern" and last == "name":
         yield Problem(
@@ -267,19 +278,29 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
                 bases[normal] = index
 
 
-def _secret_problems(params: dict[str, Any], at: JsonPath, problem: Any) -> Iterator[Problem]:
-    """Credential-looking keys at any depth (extra_headers: {Authorization: ...} too) whose
-    value is written out; numbers and lists under such names (max_tokens) are not secrets."""
-    for key, value in params.items():
+def _secret_problems(params: Any, at: JsonPath, problem: Any) -> Iterator[Problem]:
+    """Credentials written out anywhere under litellm_params, lists included: a credential-
+    looking key (extra_headers: {Authorization: ...}) holding a plain string, a header line
+    ("Authorization: Bearer ...") in a list, an address with user:pass@. Numbers under such
+    names (max_tokens) are not secrets; a reference os.environ/NAME is what to write."""
+    items = params.items() if isinstance(params, dict) else enumerate(params)
+    for key, value in items:
         here: JsonPath = (*at, key)
-        if written_out(str(key), value):
+        if isinstance(key, str) and written_out(key, value):
             yield problem(
                 here,
                 f"{_where(here)}: looks like a credential; write a reference os.environ/NAME "
                 "instead of the value",
             )
-        elif isinstance(value, dict):
+        elif isinstance(value, dict | list):
             yield from _secret_problems(value, here, problem)
+        elif isinstance(value, str) and (credential_line(value) or has_userinfo(value)):
+            # Never echo the value: it is the credential.
+            yield problem(
+                here,
+                f"{_where(here)}: holds a credential (a secret header or user:pass@ in an "
+                "address); write a reference os.environ/NAME instead of the value",
+            )
 
 
 def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> Iterator[Problem]:
@@ -297,6 +318,7 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
         yield from _secret_problems(free, (*path, "litellm_params"), problem)
     info = section.get("model_info")
     if isinstance(info, dict):
+        yield from _secret_problems(info, (*path, "model_info"), problem)
         for key in info:
             if RESERVED_INFO.match(key):
                 at = (*path, "model_info", key)
@@ -378,4 +400,5 @@ def _build(data: dict[str, Any]) -> Fleet:
         max_prune_percent=float(safety.get("max_prune_percent", DEFAULT_MAX_PRUNE_PERCENT)),
         models=models,
         health=data.get("health"),
+        source=data.get("source"),
     )

@@ -19,6 +19,7 @@ from typing import Any, Literal, Self
 
 import httpx
 
+from . import scrub
 from .comment import GITHUB_COMMENT_LIMIT
 from .github_config import (
     GitHubConfig,
@@ -289,7 +290,11 @@ class GitHubClient:
         for attempt in range(attempts):
             last = attempt == attempts - 1
             try:
-                response = self._http.request(method, url, params=params, json=json_body)
+                # The last scrub of what GitHub receives (comments and issues are public to
+                # the repository): the run's secrets and user:pass@ of addresses.
+                response = self._http.request(
+                    method, url, params=params, json=scrub.active().value(json_body)
+                )
             except httpx.TransportError as exc:
                 not_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
                 if (idempotent or not_sent) and not last:
@@ -339,7 +344,7 @@ class GitHubClient:
 
     def _redact(self, text: str) -> str:
         token = self.config.token
-        return text.replace(token, "***") if token else text
+        return scrub.scrub(text.replace(token, "***") if token else text)
 
 
 def _check_length(body: str) -> None:

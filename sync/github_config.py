@@ -11,7 +11,9 @@ from typing import Any
 
 import httpx
 
+from . import scrub
 from .comment import fit
+from .credentials import has_userinfo, strip_userinfo
 
 DEFAULT_API_URL = "https://api.github.com"
 # GitHub drops a step's summary past 1 MiB (and shows nothing of it); a 5,000-route plan is more.
@@ -72,10 +74,17 @@ class GitHubConfig:
                 "`GITHUB_TOKEN: ${{ github.token }}`) and GITHUB_REPOSITORY (owner/name) "
                 "to post to GitHub."
             )
+        api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
+        if has_userinfo(api_url):
+            # httpx would send user:pass@ as Basic auth in place of the token.
+            raise GitHubError(
+                f"GITHUB_API_URL {strip_userinfo(api_url)!r} carries credentials (user:pass@): "
+                "remove them; the token goes in GITHUB_TOKEN."
+            )
         return cls(
             token=token,
             repository=repository,
-            api_url=(environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/"),
+            api_url=api_url,
             event_path=environ.get("GITHUB_EVENT_PATH") or None,
             step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
             sha=environ.get("GITHUB_SHA") or None,
@@ -93,7 +102,7 @@ def write_step_summary(
     when it was cut or there is no summary file."""
     if not config.step_summary:
         return False
-    text = markdown if markdown.endswith("\n") else markdown + "\n"
+    text = scrub.scrub(markdown if markdown.endswith("\n") else markdown + "\n")
     try:
         room = limit - os.path.getsize(config.step_summary) - 1
     except OSError:

@@ -6,7 +6,7 @@ saved as files for the job's artifact and added to the step summary (capped unde
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,11 @@ from .github import GitHubClient
 from .github_config import GitHubConfig, GitHubError, write_step_summary
 from .gitref import GitRefError, file_at, merge_base
 from .health import Verified
-from .plan import Plan, make_plan, split_by_base
+from .plan import Plan, split_by_base
 from .problems import FleetError
-from .render import Route, render
+from .redaction import plan_json
 from .report import plan_markdown, pr_markdown, result_json, result_markdown
+from .scrub import scrub
 from .yamlmarks import parse_yaml
 
 
@@ -36,7 +37,7 @@ def _keep(
     """Save the full report as files, then add it to the step summary. Returns where the full
     text is, for the note of a comment that has to be cut."""
     where = ReportFiles.from_env(environ).save(
-        plan.fleet, kind, markdown, {**plan.to_json(), **(extra or {})}
+        plan.fleet, kind, markdown, {**plan_json(plan), **(extra or {})}
     )
     if write_step_summary(config, markdown, note=where):
         return f"the full {WHAT[kind]} is in the job summary"
@@ -54,8 +55,11 @@ def _base_sha(config: GitHubConfig) -> str | None:
     return sha if isinstance(sha, str) else None
 
 
-def base_plan(fleet_file: Path, ref: str, live: Sequence[Route]) -> tuple[Plan | None, str]:
-    """The plan fleet.yaml at the merge base would make against today's live routes."""
+def base_plan(
+    fleet_file: Path, ref: str, plan_for: Callable[[Fleet], Plan]
+) -> tuple[Plan | None, str]:
+    """The plan fleet.yaml at the merge base would make against today's live routes
+    (`plan_for` plans a fleet against them the way the head's plan was made)."""
     try:
         base = merge_base(fleet_file.resolve().parent, ref)
         text = file_at(fleet_file, base)
@@ -70,15 +74,13 @@ def base_plan(fleet_file: Path, ref: str, live: Sequence[Route]) -> tuple[Plan |
             None,
             f"fleet.yaml at the merge base {base[:12]} is invalid: every change is this PR's",
         )
-    return make_plan(
-        fleet, render(fleet), live
-    ), f"compared with fleet.yaml at the merge base {base[:12]}"
+    return plan_for(fleet), f"compared with fleet.yaml at the merge base {base[:12]}"
 
 
 def comment_plan(
     fleet_file: Path,
     plan: Plan,
-    live: Sequence[Route],
+    plan_for: Callable[[Fleet], Plan],
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
@@ -88,9 +90,9 @@ def comment_plan(
     (the host-moved workflow opens the PR itself); default: the event's."""
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
-    base, note = base_plan(fleet_file, ref, live) if ref else (None, "no base ref given")
+    base, note = base_plan(fleet_file, ref, plan_for) if ref else (None, "no base ref given")
     this_pr, drift = split_by_base(plan, base)
-    body = pr_markdown(plan, this_pr, drift, note, refusals)
+    body = scrub(pr_markdown(plan, this_pr, drift, note, refusals))
     where = _keep(config, environ, "plan", plan, body)
     with GitHubClient(config) as github:
         number = pr_number or github.pull_request_number()
@@ -110,7 +112,7 @@ def comment_result(
     GITHUB_SHA, on top of what earlier runs of the job reported there."""
     config = GitHubConfig.from_env(environ)
     outcomes = {"complete": result.complete, "outcomes": result_json(result)["outcomes"]}
-    summary = _result_body(result, "", verified)
+    summary = scrub(_result_body(result, "", verified))
     where = _keep(config, environ, "apply", result.plan, summary, outcomes)
     if not config.sha:
         raise GitHubError("GITHUB_SHA is not set: cannot find the merged pull request")
@@ -119,7 +121,8 @@ def comment_result(
         numbers = github.pull_requests_for_commit(config.sha)
         posted = []
         for number in numbers:
-            run = _result_body(result, _reviewed_note(github, number, result.plan), verified)
+            note = _reviewed_note(github, number, result.plan)
+            run = scrub(_result_body(result, note, verified))
             existing = github.find_comment(number, marker)
             earlier = PlanComment.parse(str(existing.get("body") or "")) if existing else None
             body = add_run(run, earlier.body if earlier else None, note=where)
@@ -158,7 +161,7 @@ def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
 
 def report_drift(plan: Plan, environ: Mapping[str, str]) -> str:
     config = GitHubConfig.from_env(environ)
-    report = plan_markdown(plan, title=f"Drift in fleet `{plan.fleet}`")
+    report = scrub(plan_markdown(plan, title=f"Drift in fleet `{plan.fleet}`"))
     where = _keep(config, environ, "drift", plan, report)
     body = None if plan.empty else fit(report, note=where)
     with GitHubClient(config) as github:

@@ -1,7 +1,9 @@
-"""gitpython at the edge: fleet.yaml as it was at a ref, and the merge base of a pull request."""
+"""gitpython at the edge: fleet.yaml as it was at a ref, the merge base of a pull request, and
+the repository fleet.yaml belongs to."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import git
@@ -55,3 +57,20 @@ def head_commit(path: Path) -> tuple[str, str]:
         return str(repo.head.commit.hexsha), relative.as_posix()
     except ValueError as exc:  # a repository without commits
         raise GitRefError(f"{path}: the repository has no commit yet") from exc
+
+
+# owner/name at the end of a remote URL: https://host/owner/name(.git), git@host:owner/name.git,
+# ssh://git@host[:port]/owner/name.git
+_REMOTE_REPOSITORY = re.compile(r"[:/]([A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+?)(?:\.git)?/?$")
+
+
+def repository_of(path: Path) -> str | None:
+    """owner/name of the `origin` remote of the repository holding `path` (what
+    GITHUB_REPOSITORY says for the same repository in GitHub Actions), or None."""
+    try:
+        repo = _repo(path.resolve().parent)
+        urls = list(repo.remote("origin").urls)
+    except (GitRefError, ValueError, git.GitCommandError):
+        return None
+    match = _REMOTE_REPOSITORY.search(urls[0]) if urls else None
+    return match.group(1) if match else None

@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitops
+from .fleet import Fleet
 from .github_config import GitHubConfig
 from .github_pulls import PullRequestClient
 from .gitref import file_at, head_commit
 from .plan import Plan, Update
-from .render import TAG_DIGEST, Route
+from .render import TAG_DIGEST
 
 BRANCH_PREFIX = "fleet-sync/host-moved"
 # What a plan may change for a host move to merge without review: the address, and the digest
@@ -129,7 +130,7 @@ def comment_and_maybe_merge(
     host: str,
     fleet_file: Path,
     plan: Plan,
-    live: Sequence[Route],
+    plan_for: Callable[[Fleet], Plan],
     refusals: Sequence[str],
     environ: Mapping[str, str],
     merge: tuple[str, str] | None,
@@ -140,7 +141,7 @@ def comment_and_maybe_merge(
     parent, _ = head_commit(fleet_file)
     report = [
         gitops.comment_plan(
-            fleet_file, plan, live, refusals, parent, environ, pr_number=proposal.number
+            fleet_file, plan, plan_for, refusals, parent, environ, pr_number=proposal.number
         )
     ]
     if merge is None:

@@ -3,10 +3,12 @@
 Routes are grouped by model_name; what every host of a model shares (provider, litellm_params,
 model_info) is written once on the model, and what every model shares once in `defaults`. Host
 names come from addresses (`10.0.0.1-8000`), so they are readable and the same on every import.
-Credentials LiteLLM returns (masked or not) become os.environ/NAME placeholders; api_key it never
-returns at all, so the file says so. What fleet.yaml cannot express is left out, whole model
-groups at a time, and said: with `owns: model_groups` a group in the file is claimed, and a
-route missing from it would be pruned.
+Which live values may be written at all is decided by provenance (sync/import_rules.py): a
+string LiteLLM may have resolved from os.environ/ becomes an os.environ/FLEET_SYNC_IMPORT_...
+placeholder, never its value; api_key LiteLLM never returns at all, so the file says so. What
+fleet.yaml cannot express, or import cannot write safely, is left out, whole model groups at a
+time, and said: with `owns: model_groups` a group in the file is claimed, and a route missing
+from it would be pruned.
 """
 
 from __future__ import annotations
@@ -21,16 +23,26 @@ from urllib.parse import urlsplit
 
 from ruamel.yaml import YAML
 
-from .credentials import is_reference, looks_secret
+from .credentials import has_userinfo, looks_like_credential, looks_secret
 from .fleet import DEFAULT_PROVIDER, address_problem, normalise_address
-from .normalise import clean_info, clean_params
-from .render import TAG_DIGEST, TAG_FLEET, TAG_HOST, Route, canonical_json
+from .import_rules import (
+    Refused,
+    credential_path,
+    info_refusal,
+    param_verdict,
+    shows_address,
+    without_userinfo,
+)
+from .normalise import INFO_BOOKKEEPING, PARAM_DEFAULTS
+from .render import Route, canonical_json
 
 SCHEMA_LINE = "# yaml-language-server: $schema=schema/fleet.schema.json"
 RESERVED = {"model", "api_base", "api_key"}
-# model_info LiteLLM maintains itself, whatever the route.
-LITELLM_INFO = {"id", "key", "litellm_provider", "supported_openai_params", TAG_FLEET, TAG_HOST}
-LITELLM_INFO.add(TAG_DIGEST)
+PLACEHOLDER_PREFIX = "FLEET_SYNC_IMPORT"
+# model_info LiteLLM maintains itself, whatever the route; and fleet-sync's own tags
+# (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may not set.
+LITELLM_INFO = {"id", "key", "litellm_provider", "supported_openai_params"}
+TAG_PREFIX = "fleet_sync_"
 # Fields LiteLLM fills in from its cost map (context window, prices, capabilities) when it knows
 # the model; for a model it knows they are its values, not the route's.
 COST_MAP_FIELD = re.compile(
@@ -42,12 +54,24 @@ _ENV_UNSAFE = re.compile(r"[^A-Z0-9]+")
 
 
 @dataclass(frozen=True)
+class Placeholder:
+    """An os.environ/ name import wrote instead of a live value; the user sets it in the proxy."""
+
+    name: str
+    model: str
+    hosts: tuple[str, ...]  # the hosts whose litellm_params.<key> it stands for
+    key: str
+    hidden: bool  # LiteLLM masked the value (a credential) rather than listing it
+
+
+@dataclass(frozen=True)
 class Imported:
     text: str  # the fleet.yaml
     routes: int  # routes the file describes
     models: int
     left_out: tuple[str, ...]  # one line per route or group not imported, with why
-    placeholders: tuple[str, ...]  # os.environ names the user must set in the proxy
+    placeholders: tuple[Placeholder, ...]  # names the user must set in the proxy
+    notes: tuple[str, ...]  # values changed on the way in (an address without its user:pass@)
 
 
 @dataclass
@@ -58,6 +82,10 @@ class _Host:
     served_model: str
     params: dict[str, Any]
     info: dict[str, Any]
+    # litellm_params keys to write as placeholders → a digest of the live value (equal digests
+    # on every host of a model share one name), None where the value cannot be compared.
+    pending: dict[str, str | None]
+    stripped: bool  # api_base came with user:password@
 
 
 def host_name(api_base: str) -> str:
@@ -81,27 +109,24 @@ def _unique(hosts: list[_Host]) -> None:
             host.name = f"{host.name[:56]}-{digest}"
 
 
-def _env_name(*parts: str) -> str:
-    return _ENV_UNSAFE.sub("_", "_".join(parts).upper()).strip("_")
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
 
 
-def _nested_credential(params: dict[str, Any], path: str = "") -> str | None:
-    """The path of a credential inside a nested litellm_param (extra_headers.Authorization)."""
-    for key, value in params.items():
-        here = f"{path}.{key}" if path else str(key)
-        if path and looks_secret(str(key)) and not is_reference(value):
-            return here
-        if isinstance(value, dict) and (found := _nested_credential(value, here)):
-            return found
-    return None
+class _Names:
+    """Placeholder names, unique over one import: two (model, host, key) that read alike get a
+    hash of what they stand for."""
 
+    def __init__(self) -> None:
+        self._owner: dict[str, tuple[str, ...]] = {}
 
-def _reference(value: Any, path: tuple[str, ...], found: list[str]) -> Any:
-    if not isinstance(value, str) or is_reference(value):
-        return value
-    name = _env_name(*path)
-    found.append(name)
-    return f"os.environ/{name}"
+    def claim(self, *parts: str) -> str:
+        base = _ENV_UNSAFE.sub("_", "_".join((PLACEHOLDER_PREFIX, *parts)).upper()).strip("_")
+        name = base
+        if self._owner.get(name, parts) != parts:
+            name = f"{base}_{_digest(chr(0).join(parts))[:6].upper()}"
+        self._owner[name] = parts
+        return name
 
 
 def _provider_and_model(route: Route) -> tuple[str, str] | None:
@@ -114,34 +139,74 @@ def _provider_and_model(route: Route) -> tuple[str, str] | None:
     return None
 
 
-def _host(route: Route, fleet: str, found: list[str]) -> _Host | str:
-    """One route as a host, or why it cannot be one."""
+def _host(route: Route, fleet: str) -> _Host | str:
+    """One route as a host, or why it cannot be one (never quoting a value that may be secret:
+    a resolved reference can stand on any key, model and api_base included)."""
     split = _provider_and_model(route)
     if split is None:
         model = route.litellm_params.get("model")
-        return f"model {model!r} has no provider prefix (provider/model)"
+        shown = "" if isinstance(model, str) and looks_like_credential(model) else f" {model!r}"
+        return f"model{shown} has no provider prefix (provider/model)"
     api_base = route.api_base
     if api_base is None:
         return "no api_base (fleet.yaml gives every host an address)"
+    stripped = has_userinfo(api_base)
+    if stripped:
+        api_base = without_userinfo(api_base)
     if problem := address_problem(api_base):
-        return f"api_base {problem}"
+        return f"api_base {problem}" if shows_address(api_base) else "api_base is not an address"
     tagged = route.fleet == fleet and route.host
     name = route.host if tagged and route.host else host_name(api_base)
-    prefix = (route.model_name, name)
-    raw = {k: v for k, v in route.litellm_params.items() if k not in RESERVED}
-    if nested := _nested_credential(raw):
-        # LiteLLM resolves os.environ/ only in top-level litellm_params, and fleet.yaml refuses
-        # a written-out credential: a placeholder here would be sent as the header's value.
-        return f"a credential inside litellm_params.{nested} cannot be written as a reference"
-    raw = {k: _reference(v, (*prefix, k), found) if looks_secret(k) else v for k, v in raw.items()}
-    params = clean_params(raw)
+    params: dict[str, Any] = {}
+    pending: dict[str, str | None] = {}
+    for key in sorted(route.litellm_params):
+        value = route.litellm_params[key]
+        if (
+            key in RESERVED
+            or value is None
+            or (key in PARAM_DEFAULTS and PARAM_DEFAULTS[key] == value)
+        ):
+            continue
+        verdict = param_verdict(key, value)
+        if isinstance(verdict, Refused):
+            return verdict.reason
+        if verdict == "keep":
+            params[key] = value
+        else:
+            comparable = not looks_secret(key) and "*" not in value
+            pending[key] = _digest(value) if comparable else None
     known = route.model_info.get("key") not in (None, route.litellm_params.get("model"))
     info = {
         k: v
-        for k, v in clean_info(route.model_info).items()
-        if k not in LITELLM_INFO and not (known and COST_MAP_FIELD.match(k))
+        for k, v in sorted(route.model_info.items())
+        if v is not None
+        and k not in INFO_BOOKKEEPING
+        and k not in LITELLM_INFO
+        and not k.startswith(TAG_PREFIX)
+        and not (known and COST_MAP_FIELD.match(k))
     }
-    return _Host(name, api_base, split[0], split[1], params, info)
+    if refused := info_refusal(info):
+        return refused.reason
+    return _Host(name, api_base, split[0], split[1], params, info, pending, stripped)
+
+
+def _placeholders(model: str, hosts: list[_Host], names: _Names) -> list[Placeholder]:
+    """Write each pending value as os.environ/NAME: one name for the model when every host has
+    the same live value, else one per host."""
+    out: list[Placeholder] = []
+    for key in sorted({k for h in hosts for k in h.pending}):
+        digests = {h.pending.get(key, "") for h in hosts}
+        if len(hosts) == 1 or (len(digests) == 1 and None not in digests):
+            groups, per_host = [hosts], False
+        else:
+            groups, per_host = [[h] for h in hosts if key in h.pending], True
+        for group in groups:
+            name = names.claim(model, group[0].name, key) if per_host else names.claim(model, key)
+            for host in group:
+                host.params[key] = f"os.environ/{name}"
+            hidden = any(h.pending[key] is None for h in group)
+            out.append(Placeholder(name, model, tuple(h.name for h in group), key, hidden))
+    return out
 
 
 def _shared(sections: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -168,15 +233,18 @@ def _lift(entries: Sequence[dict[str, Any]], field: str) -> dict[str, Any]:
     return shared
 
 
-def _model(hosts: list[_Host]) -> dict[str, Any] | str:
+def _model(name: str, hosts: list[_Host], names: _Names) -> _Group | str:
     """A model entry from its hosts (shared values lifted), or why the group cannot be one."""
     served = {h.served_model for h in hosts}
+    if any(looks_like_credential(s) for s in served):
+        return "a served model looks like a credential (not shown)"
     if len(served) > 1:
         return f"its routes serve different models ({', '.join(sorted(served))})"
     addresses = [normalise_address(h.api_base) for h in hosts]
     if len(set(addresses)) < len(addresses):
         return "two of its routes point at the same address (a duplicate: decide which stays)"
     _unique(hosts)
+    placeholders = _placeholders(name, hosts, names)
     entries: list[dict[str, Any]] = []
     for host in sorted(hosts, key=lambda h: h.name):
         entry: dict[str, Any] = {"name": host.name, "api_base": host.api_base}
@@ -186,6 +254,8 @@ def _model(hosts: list[_Host]) -> dict[str, Any] | str:
         if host.info:
             entry["model_info"] = host.info
         entries.append(entry)
+    if path := credential_path(entries, "hosts"):
+        return f"{path} looks like a credential (not written)"
     model: dict[str, Any] = {"served_model": served.pop()}
     providers = {e["provider"] for e in entries}
     if len(providers) == 1:
@@ -196,14 +266,26 @@ def _model(hosts: list[_Host]) -> dict[str, Any] | str:
         if shared := _lift(entries, field):
             model[field] = shared
     model["hosts"] = entries
-    return model
+    notes = [
+        f"model {name} host {h.name}: api_base carried user:password@, written without it "
+        "(give the host its credential as api_key: os.environ/NAME)"
+        for h in hosts
+        if h.stripped
+    ]
+    return _Group(model, placeholders, notes)
+
+
+@dataclass(frozen=True)
+class _Group:
+    entry: dict[str, Any]
+    placeholders: list[Placeholder]
+    notes: list[str]
 
 
 def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) -> Imported:
     """The fleet.yaml for these live routes (only the model groups named in `only`, if any)."""
     left_out: list[str] = []
     others: dict[str, int] = {}
-    found: list[str] = []
     groups: dict[str, list[_Host]] = {}
     problems: dict[str, list[str]] = {}
     for route in routes:
@@ -215,26 +297,32 @@ def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) 
         if route.fleet not in (None, fleet):
             others[route.fleet or ""] = others.get(route.fleet or "", 0) + 1
             continue
-        host = _host(route, fleet, found)
+        host = _host(route, fleet)
         if isinstance(host, str):
             problems.setdefault(route.model_name, []).append(f"{route.id}: {host}")
         else:
             groups.setdefault(route.model_name, []).append(host)
     left_out += [f"{n} route(s) tagged by fleet {name}" for name, n in sorted(others.items())]
     models: dict[str, dict[str, Any]] = {}
+    placeholders: list[Placeholder] = []
+    notes: list[str] = []
+    names = _Names()
     for name in sorted(set(groups) | set(problems)):
         if name in problems:
             reasons = "; ".join(problems[name])
             left_out.append(f"model group {name} left out whole: {reasons}")
             continue
-        model = _model(groups[name])
-        if isinstance(model, str):
-            left_out.append(f"model group {name} left out whole: {model}")
+        group = _model(name, groups[name], names)
+        if isinstance(group, str):
+            left_out.append(f"model group {name} left out whole: {group}")
             continue
-        models[name] = model
+        models[name] = group.entry
+        placeholders += group.placeholders
+        notes += group.notes
     document = _document(fleet, models)
     count = sum(len(m["hosts"]) for m in models.values())
-    return Imported(_text(document, found), count, len(models), tuple(left_out), tuple(found))
+    text = _text(document, placeholders)
+    return Imported(text, count, len(models), tuple(left_out), tuple(placeholders), tuple(notes))
 
 
 def _document(fleet: str, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -263,7 +351,22 @@ def _document(fleet: str, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
 _ORDER = ("served_model", "provider", "litellm_params", "model_info", "hosts")
 
 
-def _text(document: dict[str, Any], placeholders: Sequence[str]) -> str:
+def placeholder_warning(placeholder: Placeholder) -> str:
+    """What the user must do for one placeholder, naming the variable, never the value."""
+    hosts = ("host " if len(placeholder.hosts) == 1 else "hosts ") + ", ".join(placeholder.hosts)
+    why = (
+        "its key names a credential, which LiteLLM masks when it lists routes"
+        if placeholder.hidden
+        else "LiteLLM may have resolved it from an os.environ/ reference, so it may be a secret"
+    )
+    return (
+        f"set {placeholder.name} in the proxy's environment before apply, to the value "
+        f"litellm_params.{placeholder.key} of model {placeholder.model} ({hosts}) has now; "
+        f"fleet.yaml refers to it as os.environ/{placeholder.name} and holds no copy ({why})"
+    )
+
+
+def _text(document: dict[str, Any], placeholders: Sequence[Placeholder]) -> str:
     yaml = YAML()
     yaml.indent(mapping=2, sequence=4, offset=2)
     yaml.width = 4096  # never fold an address
@@ -278,6 +381,9 @@ def _text(document: dict[str, Any], placeholders: Sequence[str]) -> str:
         "# `api_key: os.environ/NAME` (defaults, model or host) before apply.",
     ]
     if placeholders:
-        head.append("# Set in the proxy's environment before apply (credentials LiteLLM hid):")
-        head += [f"#   {name}" for name in placeholders]
+        head += [
+            "# Set in the proxy's environment before apply, each to the value its route has now",
+            "# (import copies no string LiteLLM may have resolved from a secret, nor masked ones):",
+        ]
+        head += [f"#   {p.name}" for p in placeholders]
     return "\n".join(head) + "\n" + out.getvalue()

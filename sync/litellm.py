@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import enum
 import json
+import queue
 import random
+import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
 from .access import CHANGED_BY_HEADER, READ_ONLY, changed_by
+from .answers import listing_page, parse_json, printable
+from .credentials import strip_userinfo
 from .render import Route, canonical_json
 
 PAGE_SIZE = 200
+# One page of 200 routes is ~1.7 MB (LiteLLM lists ~8.5 KB per route, mostly null cost fields):
+# 16 MiB leaves room for large model_info while a hostile or broken proxy cannot exhaust memory.
+MAX_BODY_BYTES = 16 * 2**20
+MAX_GROUP_PAGES = 500  # a model group of 100,000 routes; past that the answer is not believed
 
 
 class ErrorKind(enum.Enum):
@@ -28,6 +37,24 @@ class ErrorKind(enum.Enum):
     BAD_RESPONSE = "bad response"  # unparsable or inconsistent answer
 
 
+class AnswerLate(Exception):
+    """No complete answer before the request's deadline."""
+
+
+class AnswerTooLarge(Exception):
+    """The answer grew past MAX_BODY_BYTES."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", errors="replace")
+
+
 class ProxyError(Exception):
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
         super().__init__(message)
@@ -36,18 +63,20 @@ class ProxyError(Exception):
 
 
 def error_message(body: str) -> str:
-    """LiteLLM's error text from {"error": {"message": ...}} or {"detail": ...}, else the body."""
+    """LiteLLM's error text from {"error": {"message": ...}} or {"detail": ...}, else the body;
+    short, printable (a hostile answer cannot drive the terminal) and never a traceback."""
     try:
-        data = json.loads(body)
+        data = parse_json(body.encode("utf-8", errors="replace"))
     except ValueError:
-        return body.strip()[:300]
+        return printable(body.strip()[:300])
     if isinstance(data, dict):
         error = data.get("error", data.get("detail"))
         if isinstance(error, dict):
-            return str(error.get("message", error.get("error", error)))[:300]
+            error = error.get("message", error.get("error", error))
         if error is not None:
-            return str(error)[:300]
-    return body.strip()[:300]
+            text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
+            return printable(text[:300])
+    return printable(body.strip()[:300])
 
 
 def classify(status: int, body: str, write: bool) -> ErrorKind:
@@ -95,6 +124,7 @@ class LiteLLMClient:
             raise ValueError("at least one proxy URL is needed")
         self.urls = tuple(u.rstrip("/") for u in urls)
         self.retry = retry or Retry()
+        self.timeout = timeout
         # Sent on writes only: LiteLLM's audit trail names who changed a route.
         self._write_headers = {CHANGED_BY_HEADER: changed_by_header or changed_by({})}
         self._http = httpx.Client(
@@ -127,44 +157,102 @@ class LiteLLMClient:
         for attempt in range(self.retry.attempts):
             if attempt:
                 time.sleep(self.retry.delay(attempt - 1))
+            where = f"{method} {_path(url)}"
+            # A write whose answer is lost or garbled may well have happened: read back first.
+            unsure = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.BAD_RESPONSE
             try:
-                response = self._http.request(method, url, **kwargs)
+                answer = self._exchange(method, url, **kwargs)
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
                 # Nothing was sent: safe to retry, writes included.
                 last = ProxyError(ErrorKind.TRANSIENT, f"cannot connect to {_origin(url)}: {exc}")
                 continue
-            except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            except httpx.DecodingError:
+                raise ProxyError(unsure, f"{where}: the answer cannot be decoded") from None
+            except AnswerTooLarge:
+                raise ProxyError(
+                    unsure, f"{where}: the answer is larger than {MAX_BODY_BYTES // 2**20} MiB"
+                ) from None
+            except (AnswerLate, httpx.TimeoutException, httpx.TransportError) as exc:
                 kind = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.TRANSIENT
-                last = ProxyError(
-                    kind, f"{method} {_path(url)}: {type(exc).__name__} {exc}".strip()
+                reason = (
+                    f"no complete answer within {self.timeout:g}s"
+                    if isinstance(exc, AnswerLate | httpx.TimeoutException)
+                    else f"{type(exc).__name__} {printable(str(exc))}".strip()
                 )
+                last = ProxyError(kind, f"{where}: {reason}")
                 if write:
                     raise last from None
                 continue
-            if response.is_success:
+            except httpx.InvalidURL as exc:
+                raise ProxyError(ErrorKind.CLIENT, f"invalid proxy URL: {exc}") from None
+            if 200 <= answer.status < 300:
                 try:
-                    return response.json() if response.content else None
-                except ValueError:
-                    # A write that answered 2xx with garbage may well have happened.
-                    kind = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.BAD_RESPONSE
-                    raise ProxyError(kind, f"{method} {_path(url)}: answer is not JSON") from None
-            kind = classify(response.status_code, response.text, write)
-            message = f"{method} {_path(url)} answered {response.status_code}: "
-            if kind is ErrorKind.AUTH and write and response.status_code == 403:
+                    return parse_json(answer.body)
+                except ValueError as exc:
+                    raise ProxyError(unsure, f"{where}: {exc}") from None
+            text = answer.text
+            kind = classify(answer.status, text, write)
+            message = f"{where} answered {answer.status}: "
+            if kind is ErrorKind.AUTH and write and answer.status == 403:
                 message = (
-                    f"{READ_ONLY}: the proxy at {_origin(url)} answered 403 to {method} "
-                    f"{_path(url)}; apply needs a proxy_admin key in LITELLM_PROXY_API_KEY: "
+                    f"{READ_ONLY}: the proxy at {_origin(url)} answered 403 to {where}; "
+                    "apply needs a proxy_admin key in LITELLM_PROXY_API_KEY: "
                 )
             elif kind is ErrorKind.AUTH:
                 message = (
-                    f"the proxy at {_origin(url)} refused the admin key ({response.status_code}); "
+                    f"the proxy at {_origin(url)} refused the admin key ({answer.status}); "
                     "check LITELLM_PROXY_API_KEY: "
                 )
-            last = ProxyError(kind, message + error_message(response.text), response.status_code)
+            last = ProxyError(kind, message + error_message(text), answer.status)
             if kind is not ErrorKind.TRANSIENT:
                 raise last
         assert last is not None
         raise last
+
+    def _exchange(self, method: str, url: str, **kwargs: Any) -> Answer:
+        """One request and its whole answer within the deadline (--timeout) and MAX_BODY_BYTES.
+
+        httpx's timeouts bound each network operation, not the request: a body that drips one
+        byte a second never trips them. The request runs on a worker thread the caller stops
+        waiting for at the deadline; the worker stops reading at its next chunk (or at httpx's
+        own timeout while a read stalls) and gives its connection back."""
+        deadline = time.monotonic() + self.timeout
+        outcome: queue.SimpleQueue[Answer | Exception] = queue.SimpleQueue()
+        abandoned = threading.Event()
+
+        def work() -> None:
+            try:
+                outcome.put(self._read(method, url, deadline, abandoned, kwargs))
+            except Exception as exc:  # handed over to the caller, raised there
+                outcome.put(exc)
+
+        threading.Thread(target=work, name="fleet-sync-request", daemon=True).start()
+        try:
+            result = outcome.get(timeout=max(deadline - time.monotonic(), 0.0))
+        except queue.Empty:
+            abandoned.set()
+            raise AnswerLate from None
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def _read(
+        self,
+        method: str,
+        url: str,
+        deadline: float,
+        abandoned: threading.Event,
+        kwargs: Mapping[str, Any],
+    ) -> Answer:
+        with self._http.stream(method, url, **kwargs) as response:
+            body = bytearray()
+            for chunk in response.iter_bytes():  # decoded: a gzip bomb is capped too
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    raise AnswerTooLarge
+                if abandoned.is_set() or time.monotonic() > deadline:
+                    raise AnswerLate
+            return Answer(response.status_code, bytes(body))
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -175,14 +263,15 @@ class LiteLLMClient:
         except ProxyError as exc:
             if exc.kind is ErrorKind.TRANSIENT:
                 raise ProxyError(
-                    ErrorKind.TRANSIENT, f"proxy unreachable at {url}: {exc}"
+                    ErrorKind.TRANSIENT, f"proxy unreachable at {strip_userinfo(url)}: {exc}"
                 ) from None
             raise
         db = data.get("db") if isinstance(data, dict) else None
         if db != "connected":
             raise ProxyError(
                 ErrorKind.NO_DATABASE,
-                f"the proxy at {url} has no database (db: {db}); fleet-sync manages routes "
+                f"the proxy at {strip_userinfo(url)} has no database (db: "
+                f"{printable(str(db))[:40]}); fleet-sync manages routes "
                 "stored in LiteLLM's database: set DATABASE_URL and store_model_in_db: true",
             )
 
@@ -216,18 +305,27 @@ class LiteLLMClient:
                 return routes
         raise ProxyError(
             ErrorKind.BAD_RESPONSE,
-            f"the route listing of {base} was inconsistent {consistent_reads} times ({problem}); "
-            "refusing to plan from an incomplete read",
+            f"the route listing of {strip_userinfo(base)} was inconsistent {consistent_reads} "
+            f"times ({problem}); refusing to plan from an incomplete read",
         )
 
-    def list_agreed(self, settle_timeout: float, poll: float = 1.0) -> list[Route]:
-        """Every route, once all listed pods show the same set. Pods reload from the database on
-        an interval; planning from a lagging pod would miss a delete made through another pod
-        (and never repair it), so disagreeing pods are read again until they settle."""
+    def list_agreed(
+        self,
+        settle_timeout: float,
+        poll: float = 1.0,
+        project: Callable[[Sequence[Route]], object] | None = None,
+    ) -> list[Route]:
+        """Every route, once all listed pods agree. Pods reload from the database on an
+        interval; planning from a lagging pod would miss a delete made through another pod
+        (and never repair it), so disagreeing pods are read again until they settle.
+
+        `project` says what must agree (the caller's view of a listing, e.g. what its plan
+        reads); without it, every route's every field must."""
         deadline = time.monotonic() + settle_timeout
+        view = project or _fingerprint
         while True:
             listings = [self.list_routes(url) for url in self.urls]
-            prints = [_fingerprint(routes) for routes in listings]
+            prints = [view(routes) for routes in listings]
             if all(p == prints[0] for p in prints):
                 return listings[0]
             if time.monotonic() >= deadline:
@@ -242,8 +340,10 @@ class LiteLLMClient:
             time.sleep(poll)
 
     def _list_once(self, base: str) -> tuple[list[Route], str]:
+        """All pages once: the routes, or "" replaced by why the pages disagree (read again).
+        An answer of the wrong shape is a ProxyError at once: nothing is planned from it."""
         entries: list[Any] = []
-        page, total, pages = 1, None, 1
+        page, total, pages = 1, -1, 1
         while page <= pages:
             data = self._send(
                 "GET",
@@ -251,14 +351,19 @@ class LiteLLMClient:
                 write=False,
                 params={"page": page, "size": PAGE_SIZE},
             )
-            if not isinstance(data, dict) or not isinstance(data.get("data"), list):
-                return [], f"page {page} has no data list"
-            count = data.get("total_count", len(data["data"]))
-            if total is not None and count != total:
-                return [], f"total_count moved from {total} to {count} between pages"
-            total = count
-            pages = int(data.get("total_pages") or 1)
-            entries.extend(data["data"])
+            try:
+                items, count, page_count = listing_page(data, page, PAGE_SIZE)
+            except ValueError as exc:
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE, f"{exc}; refusing to plan from this answer"
+                ) from None
+            if page > 1 and (count, page_count) != (total, pages):
+                return [], (
+                    f"total_count/total_pages moved from {total}/{pages} to "
+                    f"{count}/{page_count} between pages"
+                )
+            total, pages = count, page_count
+            entries.extend(items)
             page += 1
         routes = [r for r in (parse_route(e) for e in entries) if r is not None]
         ids = [r.id for r in routes]
@@ -268,7 +373,16 @@ class LiteLLMClient:
             return [], "an id appears twice"
         return routes, ""
 
-    def find_route(self, route_id: str, url: str | None = None) -> Route | None:
+    def find_route(self, route_id: str, model_name: str, url: str | None = None) -> Route | None:
+        """The route as the router lists it (what clients route on), or None. Read through the
+        model group's listing: `?modelId=` falls back to the database row, which a route LiteLLM
+        stored but could not load still has."""
+        rows = self._group_rows(url or self.write_url, {"model": model_name})
+        return next((r for r in rows if r.id == route_id), None)
+
+    def find_stored(self, route_id: str, url: str | None = None) -> Route | None:
+        """The route as LiteLLM stored it, listed or not (`?modelId=` reads the router, then the
+        database)."""
         data = self._send(
             "GET",
             f"{url or self.write_url}/v2/model/info",
@@ -280,6 +394,45 @@ class LiteLLMClient:
             if route is not None and route.id == route_id:
                 return route
         return None
+
+    def list_stored(self, model_names: Sequence[str], url: str | None = None) -> list[Route]:
+        """Every route of these model groups LiteLLM stored, listed by its router or not.
+        `?model=G&search=G` answers the router's routes of G plus the database rows of G the
+        router does not hold; that search is LiteLLM's only read of such rows."""
+        base = url or self.write_url
+        names = sorted(set(model_names))
+        with ThreadPoolExecutor(max_workers=4) as pool:  # one small read per model group
+            groups = pool.map(lambda n: self._group_rows(base, {"model": n, "search": n}), names)
+            rows: dict[str, Route] = {}
+            for name, routes in zip(names, groups, strict=True):
+                for route in routes:
+                    if route.model_name == name:  # search matches parts of names too
+                        rows.setdefault(route.id, route)
+        return list(rows.values())
+
+    def _group_rows(self, base: str, params: Mapping[str, str]) -> list[Route]:
+        """All pages of a filtered listing. With `search`, LiteLLM's total_count counts only
+        what it fetched for the page asked, so pages are read until one comes back short."""
+        routes: list[Route] = []
+        for page in range(1, MAX_GROUP_PAGES + 1):
+            data = self._send(
+                "GET",
+                f"{base}/v2/model/info",
+                write=False,
+                params={**params, "page": page, "size": PAGE_SIZE},
+            )
+            entries = data.get("data") if isinstance(data, dict) else None
+            if not isinstance(entries, list):
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE, f"{_origin(base)}: page {page} has no data list"
+                )
+            routes += [r for r in (parse_route(e) for e in entries) if r is not None]
+            if len(entries) < PAGE_SIZE:
+                return routes
+        raise ProxyError(
+            ErrorKind.BAD_RESPONSE,
+            f"{_origin(base)}: a model group listing did not end after {MAX_GROUP_PAGES} pages",
+        )
 
     # -- writes ------------------------------------------------------------------------------
 
@@ -301,7 +454,7 @@ class LiteLLMClient:
         self._send("POST", f"{self.write_url}/model/delete", write=True, json={"id": route_id})
 
 
-def _fingerprint(routes: Sequence[Route]) -> list[str]:
+def _fingerprint(routes: Sequence[Route]) -> object:
     return sorted(canonical_json(r.deployment()) for r in routes)
 
 

@@ -58,6 +58,9 @@ class Update(RouteChange):
     before: Route
     diff: tuple[FieldChange, ...]
     action: Literal["update"] = "update"
+    # False: LiteLLM stored the route but its router does not list it (it serves nothing), so
+    # the update is sent even when nothing differs: it is what makes the router load it again.
+    listed: bool = True
 
     @property
     def removed_params(self) -> tuple[str, ...]:
@@ -71,6 +74,7 @@ class Delete(RouteChange):
     reason: str
     replaced_by: str | None = None  # id of the tagged route created in its place
     action: Literal["delete"] = "delete"
+    listed: bool = True  # False: a stored row the router does not list (it serves nothing)
 
 
 Change = Create | Update | Delete
@@ -80,6 +84,33 @@ Change = Create | Update | Delete
 class Ignored:
     route: Route
     reason: str
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A route fleet.yaml wants whose id is held by a live route the fleet does not own: never
+    touched, never reported as matching; apply refuses without --force."""
+
+    desired: Route
+    held_by: Route
+    reason: str  # why the holder is not the fleet's
+
+    @property
+    def id(self) -> str:
+        return self.desired.id
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "model_name": self.desired.model_name,
+            "host": self.desired.host,
+            "held_by": {
+                "model_name": self.held_by.model_name,
+                "fleet": self.held_by.fleet,
+                "source": self.held_by.source,
+            },
+            "reason": self.reason,
+        }
 
 
 @dataclass(frozen=True)
@@ -98,14 +129,23 @@ class Plan:
     owned_live: int  # routes the fleet owned on the proxy before the plan
     desired_count: int  # routes fleet.yaml renders
     declared_models: frozenset[str]
-    live_groups: tuple[tuple[str, int], ...]  # (model_name, live routes) over all routes
+    live_groups: tuple[tuple[str, int], ...]  # (model_name, routes the router lists), all routes
     # Set by healthgate.gate when hosts were probed: changes holds only what apply may write.
     withheld: tuple[Withheld, ...] = ()
     health: tuple[HostHealth, ...] | None = None  # None: not probed
+    conflicts: tuple[Conflict, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not self.changes and not self.withheld
+        """Nothing to do and nothing in the way: a conflict is never "matches"."""
+        return not self.changes and not self.withheld and not self.conflicts
+
+    @property
+    def agreement(self) -> str:
+        """What two pods must agree on to plan from either: the changes and conflicts (the
+        hash) and the route counts the safety rules read, never unrelated routes."""
+        declared = [g for g in self.live_groups if g[0] in self.declared_models]
+        return canonical_json([self.hash, self.owned_live, declared])
 
     def health_of(self, route_id: str) -> HostHealth | None:
         return next((h for h in self.health or () if h.route_id == route_id), None)
@@ -118,7 +158,10 @@ class Plan:
 
     @cached_property  # the canonical JSON of every change; computed once per plan
     def hash(self) -> str:
-        body = canonical_json({"fleet": self.fleet, "changes": self.changes_json()})
+        content: dict[str, Any] = {"fleet": self.fleet, "changes": self.changes_json()}
+        if self.conflicts:
+            content["conflicts"] = [c.as_dict() for c in self.conflicts]
+        body = canonical_json(content)
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
     def to_json(self) -> dict[str, Any]:
@@ -128,6 +171,7 @@ class Plan:
             "hash": self.hash,
             "summary": {a: len(self.of(a)) for a in ("create", "update", "delete")},
             "changes": [self._with_health(c, change_json(c)) for c in self.changes],
+            "conflicts": [c.as_dict() for c in self.conflicts],
             "ignored": [
                 {"id": i.route.id, "model_name": i.route.model_name, "reason": i.reason}
                 for i in self.ignored
@@ -207,34 +251,55 @@ def change_json(change: Change) -> dict[str, Any]:
         out["reason"] = change.reason
         if change.replaced_by:
             out["replaced_by"] = change.replaced_by
+    if isinstance(change, Update | Delete) and not change.listed:
+        out["listed"] = False  # stored by LiteLLM, not listed by its router
     return out
 
 
-def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> Plan:
-    desired_ids = {r.id for r in desired}
-    live_by_id = {r.id: r for r in live}
+def make_plan(
+    fleet: Fleet,
+    desired: Sequence[Route],
+    live: Sequence[Route],
+    unlisted: Sequence[Route] = (),
+    take_over: bool = False,
+) -> Plan:
+    """`live` is what the router lists (what clients route on); `unlisted` holds rows LiteLLM
+    stored in its database but does not list (a create it could not load): they are the
+    fleet's to repair or prune like any other, but they serve nothing."""
+    desired_by_id = {r.id: r for r in desired}
+    listed_ids = {r.id for r in live}
+    dead = {r.id for r in unlisted} - listed_ids
+    everything = [*live, *(r for r in unlisted if r.id in dead)]
+    live_by_id = {r.id: r for r in everything}
     owned: dict[str, Route] = {}
     adopted: set[str] = set()
     ignored: list[Ignored] = []
-    for route in live:
-        decision = claim(route, fleet, desired_ids)
+    reasons: dict[str, str] = {}
+    for route in everything:
+        decision = claim(route, fleet, desired_by_id, take_over)
         if decision.owned:
             owned[route.id] = route
             if decision.adopted:
                 adopted.add(route.id)
+        elif route.id in desired_by_id:
+            reasons[route.id] = decision.reason  # a conflict, listed as such, not as ignored
         else:
             ignored.append(Ignored(route, decision.reason))
 
     creates: list[Change] = []
     updates: list[Change] = []
+    conflicts: list[Conflict] = []
     for route in desired:
         current = live_by_id.get(route.id)
         if current is None:
             creates.append(Create(route))
         elif current.id in owned:
             changes = diff(current, route)
-            if changes:
-                updates.append(Update(route=route, before=current, diff=changes))
+            listed = current.id not in dead
+            if changes or not listed:
+                updates.append(Update(route=route, before=current, diff=changes, listed=listed))
+        else:
+            conflicts.append(Conflict(route, current, reasons[current.id]))
 
     by_address = {
         (r.model_name, normalise_address(r.api_base or "")): r.id for r in desired if r.api_base
@@ -242,8 +307,9 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
     drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
     deletes: list[Change] = []
     for route in owned.values():
-        if route.id in desired_ids:
+        if route.id in desired_by_id:
             continue
+        listed = route.id not in dead
         if route.id in adopted:
             replacement = by_address.get((route.model_name, _address(route)))
             reason = (
@@ -251,17 +317,21 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
                 if replacement
                 else f"untagged route of {route.model_name} at an address no longer listed"
             )
-            deletes.append(Delete(route=route, reason=reason, replaced_by=replacement))
+            deletes.append(Delete(route, reason, replacement, listed=listed))
         elif (route.model_name, route.host) in drained:
-            deletes.append(Delete(route, f"host {route.host} is drained (enabled: false)"))
+            deletes.append(
+                Delete(route, f"host {route.host} is drained (enabled: false)", listed=listed)
+            )
         else:
-            deletes.append(Delete(route, f"host {route.host or '?'} is no longer in fleet.yaml"))
+            deletes.append(
+                Delete(route, f"host {route.host or '?'} is no longer in fleet.yaml", listed=listed)
+            )
 
     def order(c: Change) -> tuple[str, str, str]:
         return (c.model_name, c.host or "", c.id)
 
     groups: dict[str, int] = {}
-    for route in live:
+    for route in live:  # what serves: rows the router does not list count for nothing
         groups[route.model_name] = groups.get(route.model_name, 0) + 1
     return Plan(
         fleet=fleet.name,
@@ -273,6 +343,7 @@ def make_plan(fleet: Fleet, desired: Sequence[Route], live: Sequence[Route]) -> 
         desired_count=len(desired),
         declared_models=fleet.model_names,
         live_groups=tuple(sorted(groups.items())),
+        conflicts=tuple(sorted(conflicts, key=lambda c: (c.desired.model_name, c.id))),
     )
 
 

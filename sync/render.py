@@ -16,6 +16,7 @@ from .fleet import Fleet, Host, Model
 TAG_FLEET = "fleet_sync_fleet"
 TAG_HOST = "fleet_sync_host"
 TAG_DIGEST = "fleet_sync_digest"
+TAG_SOURCE = "fleet_sync_source"  # the repository that writes the route (see ownership.py)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -36,6 +37,11 @@ class Route:
     @property
     def host(self) -> str | None:
         value = self.model_info.get(TAG_HOST)
+        return value if isinstance(value, str) else None
+
+    @property
+    def source(self) -> str | None:
+        value = self.model_info.get(TAG_SOURCE)
         return value if isinstance(value, str) else None
 
     @property
@@ -97,6 +103,8 @@ def _render_host(fleet: Fleet, model: Model, host: Host) -> Route:
     rid = route_id(fleet.name, model.name, host.name)
     info: dict[str, Any] = {**d.model_info, **model.model_info, **host.model_info}
     info.update({"id": rid, TAG_FLEET: fleet.name, TAG_HOST: host.name})
+    if fleet.source:
+        info[TAG_SOURCE] = fleet.source
     info[TAG_DIGEST] = route_digest(model.name, params, info)
     return Route(
         id=rid,

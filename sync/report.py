@@ -8,8 +8,9 @@ from typing import Any
 
 from .apply import Result
 from .health import Verified
-from .plan import ABSENT, Change, Create, Plan, Update, shown
+from .plan import ABSENT, Change, Conflict, Create, Plan, Update, shown
 from .problems import Problem
+from .redaction import Hidden, field_values, without_userinfo
 from .report_health import (
     change_health,
     code_safe,
@@ -39,7 +40,9 @@ def summary(plan: Plan) -> str:
 
 
 def _value(v: Any) -> str:
-    return ABSENT if v == ABSENT else json.dumps(v, ensure_ascii=False)
+    if isinstance(v, Hidden) or v == ABSENT:
+        return str(v)
+    return json.dumps(v, ensure_ascii=False)
 
 
 def _label(change: Change) -> str:
@@ -47,16 +50,34 @@ def _label(change: Change) -> str:
     return f"{change.model_name}{host} ({change.id})"
 
 
+NOT_LISTED = "not listed by the router: LiteLLM stored this route but serves nothing from it"
+
+
 def _lines(change: Change) -> list[str]:
+    """What a change shows, live values hidden by provenance (sync/redaction.py)."""
     if isinstance(change, Update):
-        return [f"{d.path}: {_value(d.before)} -> {_value(d.after)}" for d in change.diff]
+        lines = [f"{NOT_LISTED}; sent again"] if not change.listed else []
+        for d in change.diff:
+            before, after = field_values(d.path, d.before, d.after)
+            lines.append(f"{d.path}: {_value(before)} -> {_value(after)}")
+        return lines
     if isinstance(change, Create):
-        params = shown(change.route)["litellm_params"]
+        params = without_userinfo(shown(change.route)["litellm_params"])
         return [f"{k}: {_value(v)}" for k, v in params.items()]
     note = f"reason: {change.reason}"
     if change.replaced_by:
         note += f"; replaced by {change.replaced_by}"
-    return [f"api_base: {_value(change.route.api_base)}", note]
+    lines = [f"api_base: {_value(without_userinfo(change.route.api_base))}", note]
+    return lines if change.listed else [*lines, NOT_LISTED]
+
+
+def _conflict(conflict: Conflict) -> str:
+    held = conflict.held_by
+    return (
+        f"{conflict.desired.model_name} host={conflict.desired.host} ({conflict.id}): held by a "
+        f"route of {held.model_name} this fleet does not own ({conflict.reason}); left alone, "
+        "this host has no route"
+    )
 
 
 # -- plan: terminal ------------------------------------------------------------------------
@@ -83,6 +104,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
             out += [f"    {line}" for line in _lines(w.change)]
             out.append(f"    withheld: {w.reason}")
     out += unhealthy_text(plan)
+    out += [paint("delete", f"! conflict {_conflict(c)}") for c in plan.conflicts]
     if plan.ignored:
         out.append(
             f"{DIM if colour else ''}ignored ({len(plan.ignored)}):{RESET if colour else ''}"
@@ -103,13 +125,20 @@ def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] 
     out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
-    out += changes_markdown(plan.changes, plan) or (
-        [] if plan.withheld else ["No changes. The proxy matches fleet.yaml.", ""]
-    )
+    out += conflicts_markdown(plan)
+    out += changes_markdown(plan.changes, plan)
+    out += ["No changes. The proxy matches fleet.yaml.", ""] if plan.empty else []
     out += withheld_markdown(plan) + unhealthy_markdown(plan)
     out += ignored_markdown(plan)
     out.append(f"<sub>plan hash `{plan.hash}`</sub>")
     return "\n".join(out) + "\n"
+
+
+def conflicts_markdown(plan: Plan) -> list[str]:
+    if not plan.conflicts:
+        return []
+    head = f"#### Conflicts ({len(plan.conflicts)}): ids held by routes this fleet does not own"
+    return [head, "", *(f"- {_conflict(c)}" for c in plan.conflicts), ""]
 
 
 def ignored_markdown(plan: Plan) -> list[str]:
@@ -187,6 +216,7 @@ def pr_markdown(
     out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
+    out += conflicts_markdown(plan)
     out += withheld_markdown(plan)
     out += [f"#### This PR changes ({len(this_pr)})", f"<sub>{base_note}</sub>", ""]
     out += changes_markdown(this_pr, plan) or ["Nothing: fleet.yaml changes no route.", ""]
@@ -217,6 +247,7 @@ def result_text(result: Result) -> str:
         out.append(f"  {o.status:<11} {o.change.action} {_label(o.change)}: {o.detail}")
     for w in result.plan.withheld:
         out.append(f"  {'withheld':<11} {w.change.action} {_label(w.change)}: {w.reason}")
+    out += [f"  {'conflict':<11} {_conflict(c)}" for c in result.plan.conflicts]
     return "\n".join(out) + "\n"
 
 
@@ -246,6 +277,7 @@ def result_markdown(result: Result, note: str = "", verified: Sequence[Verified]
                 f"{w.change.host or ''} | {reason} |"
             )
     out += verify_markdown(verified)
+    out += ["", *conflicts_markdown(result.plan)] if result.plan.conflicts else []
     out += ["", f"<sub>plan hash `{result.plan.hash}`</sub>"]
     return "\n".join(out) + "\n"
 
@@ -256,6 +288,7 @@ def result_json(result: Result) -> dict[str, Any]:
         "fleet": result.plan.fleet,
         "hash": result.plan.hash,
         "complete": result.complete,
+        "conflicts": [c.as_dict() for c in result.plan.conflicts],
         "outcomes": [
             {
                 "action": o.change.action,

@@ -1,8 +1,8 @@
-"""Guards that refuse a destructive plan unless --force is given (exit 3)."""
+"""Guards that refuse a destructive or surprising plan unless --force is given (exit 3)."""
 
 from __future__ import annotations
 
-from .plan import Delete, Plan
+from .plan import Create, Delete, Plan, Update
 
 MIN_OWNED_FOR_PERCENT = 10
 
@@ -24,15 +24,27 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
                 f"({percent:.0f}% > safety.max_prune_percent {max_prune_percent:g}%); "
                 "review it, then --force required"
             )
+    # Only what the router lists serves: a stored row it does not list counts for nothing, and
+    # an update of such a row (the repair) counts like a create. Apply deletes a group's routes
+    # only once its creates and updates are listed by the router.
     after = dict(plan.live_groups)
     for change in plan.changes:
-        delta = -1 if change.action == "delete" else (1 if change.action == "create" else 0)
-        after[change.model_name] = after.get(change.model_name, 0) + delta
+        if isinstance(change, Create) or (isinstance(change, Update) and not change.listed):
+            after[change.model_name] = after.get(change.model_name, 0) + 1
+        elif isinstance(change, Delete) and change.listed:
+            after[change.model_name] = after.get(change.model_name, 0) - 1
     for model in sorted(plan.declared_models):
-        pruned = [c for c in prunes if c.model_name == model]
+        pruned = [c for c in prunes if c.model_name == model and c.listed]
         if pruned and after.get(model, 0) <= 0:
             reasons.append(
                 f"model {model} would be left with no routes while fleet.yaml still declares it "
                 f"({len(pruned)} pruned); enable a host, or --force required"
             )
+    for conflict in plan.conflicts:
+        reasons.append(
+            f"{conflict.desired.model_name} host {conflict.desired.host}: id {conflict.id} is "
+            f"held by a route this fleet does not own ({conflict.reason}); it is left alone and "
+            "the host gets no route; remove or rename that route (or this host), or --force "
+            "required to apply the rest"
+        )
     return tuple(reasons)

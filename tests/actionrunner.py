@@ -1,10 +1,11 @@
 """Runs a workflow job the way a GitHub-hosted runner does, for the tests.
 
 `run:` steps go through `bash --noprofile --norc -eo pipefail <script file>` (GitHub's `shell:
-bash`) with `${{ … }}` filled in first, and each step gets its own GITHUB_OUTPUT, GITHUB_PATH and
-GITHUB_STEP_SUMMARY files, read back as the runner does. A step using this repository's action
-(`./` in the project's workflows, `fleet-sync-dev/fleet-sync@v1` in the example config
-repository) runs action.yml's composite steps with its inputs (defaults, then `with:`),
+bash`) with `${{ … }}` filled in first (`a || b` too: the first operand set and not empty), and
+each step gets its own GITHUB_OUTPUT, GITHUB_PATH and GITHUB_STEP_SUMMARY files, read back as
+the runner does. A step using this repository's action (`./` in the project's workflows,
+`fleet-sync-dev/fleet-sync@v1` in the example config repository) runs action.yml's composite
+steps with its inputs (defaults, then `with:` filled in the caller's context),
 GITHUB_ACTION_PATH at this checkout, and the calling step's `env:`. The steps that need the
 internet stand in: actions/checkout does nothing (the test prepares the workspace),
 actions/setup-python finds `python` already on PATH, actions/upload-artifact records what it
@@ -109,8 +110,10 @@ class Runner:
         unknown = set(call.get("with") or {}) - set(action["inputs"])
         assert not unknown, f"inputs the action does not declare: {unknown}"
         for name, spec in action["inputs"].items():
-            given = (call.get("with") or {}).get(name, spec.get("default", ""))
-            context[f"inputs.{name}"] = self._fill(str(given), context)
+            if name in (call.get("with") or {}):  # the caller's expressions, in its context
+                context[f"inputs.{name}"] = self._fill(str(call["with"][name]), self.contexts)
+            else:
+                context[f"inputs.{name}"] = self._fill(str(spec.get("default", "")), context)
         env = {**job_env, **self._fill_map(call.get("env") or {}, context)}
         env["GITHUB_ACTION_PATH"] = str(REPO)
         runs: list[StepRun] = []
@@ -188,14 +191,21 @@ class Runner:
         return StepRun(name, outcome, done.returncode, outputs, done.stdout, done.stderr)
 
     def _fill(self, text: str, context: Mapping[str, str]) -> str:
-        def value(match: re.Match[str]) -> str:
-            expr = match.group(1)
-            known = {**self.contexts, **context}
+        known = {**self.contexts, **context}
+
+        def operand(expr: str, alternatives: bool) -> str:
             if expr in known:
                 return known[expr]
-            if expr.startswith(("secrets.", "steps.")):
-                return ""  # GitHub gives an empty string for an unset secret or output
+            if expr.startswith(("secrets.", "steps.", "vars.")):
+                return ""  # GitHub gives an empty string for an unset secret, output, variable
+            if alternatives and expr.startswith(("github.event.", "inputs.")):
+                return ""  # `a || b`: a payload field or input this event does not have
             raise AssertionError(f"the test runner does not know ${{{{ {expr} }}}}")
+
+        def value(match: re.Match[str]) -> str:
+            # `a || b`: the first operand that is set and not empty, as GitHub evaluates it.
+            operands = [o.strip() for o in match.group(1).split("||")]
+            return next((v for o in operands if (v := operand(o, len(operands) > 1))), "")
 
         return EXPRESSION.sub(value, text)
 

@@ -13,8 +13,13 @@ were added; the first rule that matches and still has uses left decides the faul
 use is counted atomically, so with concurrent requests exactly ``times`` of them get the fault.
 
 Faults that forward (``forward_then_500``, ``delay``, ``forward_then_delay``,
-``forward_then_reset``, ``truncate_page``, ``truncate_body``) make the write happen on the
-upstream; the others (``fail_500``, ``status``, ``reset``, ``invalid_json``) never reach it.
+``forward_then_reset``, ``truncate_page``, ``truncate_body``, ``drip``) make the write happen on
+the upstream; the others (``fail_500``, ``status``, ``reset``, ``invalid_json``, ``answer``) never
+reach it.  ``answer`` sends exactly the status, headers and bytes given (a broken gzip body, a
+lying page count); ``drip`` sends the upstream's answer one byte at a time.
+
+Tests wait on events, not the clock: ``on_forwarded_write(n, action)`` runs ``action`` (e.g.
+``fp.close``) once the n-th write has reached the upstream.
 
 The proxy only listens on 127.0.0.1 and only forwards to a loopback upstream.
 """
@@ -101,6 +106,8 @@ class FaultKind(enum.StrEnum):
     TRUNCATE_PAGE = "truncate_page"
     TRUNCATE_BODY = "truncate_body"
     INVALID_JSON = "invalid_json"
+    ANSWER = "answer"
+    DRIP = "drip"
 
 
 _FORWARDING_KINDS = frozenset(
@@ -111,6 +118,7 @@ _FORWARDING_KINDS = frozenset(
         FaultKind.FORWARD_THEN_RESET,
         FaultKind.TRUNCATE_PAGE,
         FaultKind.TRUNCATE_BODY,
+        FaultKind.DRIP,
     }
 )
 _PARAMETERLESS_KINDS = frozenset(
@@ -134,6 +142,7 @@ class Fault:
     drop: int = 0
     nbytes: int = 0
     body: bytes | None = None
+    headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def forward_then_500(cls) -> Fault:
@@ -196,6 +205,21 @@ class Fault:
         return cls(FaultKind.INVALID_JSON, body=body)
 
     @classmethod
+    def answer(cls, code: int, body: bytes, headers: Iterable[tuple[str, str]] = ()) -> Fault:
+        """Do not forward; answer ``code`` with exactly these headers (Content-Encoding too) and
+        bytes; Content-Length is the body's length unless a header gives it."""
+        if not 100 <= code <= 599:
+            raise ValueError(f"bad HTTP status {code}")
+        return cls(FaultKind.ANSWER, code=code, body=body, headers=tuple(headers))
+
+    @classmethod
+    def drip(cls, seconds: float) -> Fault:
+        """Forward, then send the answer one byte every ``seconds`` (until close())."""
+        if seconds <= 0:
+            raise ValueError("seconds must be > 0")
+        return cls(FaultKind.DRIP, seconds=seconds)
+
+    @classmethod
     def parse(cls, fault: Fault | str) -> Fault:
         """Accept a Fault, or the name of a fault without parameters (e.g. ``"reset"``)."""
         if isinstance(fault, Fault):
@@ -212,10 +236,10 @@ class Fault:
 
     def __str__(self) -> str:
         k = self.kind
-        if k in (FaultKind.DELAY, FaultKind.FORWARD_THEN_DELAY):
+        if k in (FaultKind.DELAY, FaultKind.FORWARD_THEN_DELAY, FaultKind.DRIP):
             return f"{k.value}({self.seconds:g})"
-        if k is FaultKind.STATUS:
-            return f"status({self.code})"
+        if k in (FaultKind.STATUS, FaultKind.ANSWER):
+            return f"{k.value}({self.code})"
         if k is FaultKind.TRUNCATE_PAGE:
             return f"truncate_page(drop={self.drop})"
         if k is FaultKind.TRUNCATE_BODY:
@@ -391,6 +415,18 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
+    def _send_exactly(self, status: int, headers: Iterable[tuple[str, str]], body: bytes) -> None:
+        self.close_connection = True
+        self.send_response_only(status)
+        named = set()
+        for name, value in headers:
+            self.send_header(name, value)
+            named.add(name.lower())
+        if "content-length" not in named:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def _send_json(self, status: int, doc: Any) -> None:
         self._send(status, [("Content-Type", "application/json")], json.dumps(doc).encode())
 
@@ -468,6 +504,9 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
         elif kind is FaultKind.RESET:
             log(None)
             self._reset()
+        elif kind is FaultKind.ANSWER:
+            log(None)
+            self._send_exactly(fault.code, fault.headers, fault.body or b"")
         else:
             assert upstream is not None
             self._after_forward(fault, upstream, log)
@@ -494,6 +533,17 @@ class _ProxyHandler(http.server.BaseHTTPRequestHandler):
             self._send(upstream.status, upstream.headers, upstream.content)
         elif kind is FaultKind.FORWARD_THEN_RESET:
             self._reset()
+        elif kind is FaultKind.DRIP:
+            self.close_connection = True
+            self._send(
+                upstream.status, upstream.headers, b"", announce_length=len(upstream.content)
+            )
+            for index in range(len(upstream.content)):
+                if fp._closing.wait(fault.seconds):
+                    self._reset()
+                    return
+                self.wfile.write(upstream.content[index : index + 1])
+                self.wfile.flush()
         elif kind is FaultKind.TRUNCATE_BODY:
             self.close_connection = True
             content = upstream.content
@@ -554,6 +604,7 @@ class FaultProxy:
         self._log: list[LogRecord] = []
         self._in_flight = 0
         self._connections: dict[socket.socket, threading.Thread] = {}
+        self._write_hooks: list[tuple[int, Callable[[], None]]] = []
         self._client = httpx.Client(
             timeout=upstream_timeout, follow_redirects=False, trust_env=False
         )
@@ -604,7 +655,8 @@ class FaultProxy:
                 conn.shutdown(socket.SHUT_RDWR)
         deadline = time.monotonic() + join_timeout
         for thread in connections.values():
-            thread.join(max(deadline - time.monotonic(), 0.0))
+            if thread is not threading.current_thread():  # close() from a handler (a hook)
+                thread.join(max(deadline - time.monotonic(), 0.0))
         self._thread.join(max(deadline - time.monotonic(), 0.0))
         self._client.close()
 
@@ -673,6 +725,18 @@ class FaultProxy:
         """(method, path, json body) of every POST/PUT/PATCH/DELETE that reached the upstream."""
         return [(r.method, r.path, r.body) for r in self.log if r.is_write and r.forwarded]
 
+    def on_forwarded_write(self, count: int, action: Callable[[], None]) -> None:
+        """Run ``action`` once ``count`` writes have reached the upstream: an event to act on,
+        where a timer would race.  It runs in the handler of the count-th write, after the
+        upstream answered and before that answer is relayed, so ``fp.close`` there lets no
+        later request through (and cuts that answer: the client cannot know the write
+        happened)."""
+        if count < 1:
+            raise ValueError("count must be >= 1")
+        with self._lock:
+            self._write_hooks.append((count, action))
+        self._fire_write_hooks()
+
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Wait until no request is being handled (e.g. a delayed forward has landed)."""
         with self._idle:
@@ -700,6 +764,16 @@ class FaultProxy:
     def _log_request(self, record: LogRecord) -> None:
         with self._lock:
             self._log.append(record)
+        if record.is_write and record.forwarded:
+            self._fire_write_hooks()
+
+    def _fire_write_hooks(self) -> None:
+        with self._lock:
+            written = sum(1 for r in self._log if r.is_write and r.forwarded)
+            due = [hook for hook in self._write_hooks if hook[0] <= written]
+            self._write_hooks = [hook for hook in self._write_hooks if hook[0] > written]
+        for _count, action in due:
+            action()
 
     def _pick_fault(self, method: str, path: str, query: str, raw: bytes) -> Fault | None:
         body_text = raw.decode("utf-8", errors="replace")

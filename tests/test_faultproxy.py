@@ -445,3 +445,44 @@ def test_close_does_not_hang_with_delayed_requests_in_flight(upstream: _Upstream
         assert not t.is_alive()
     assert len(errors) == 3 and all(isinstance(e, httpx.TransportError) for e in errors)
     proxy.close()  # idempotent
+
+
+# -- garbage answers and events --------------------------------------------------------------------
+
+
+def test_answer_sends_exactly_the_headers_and_bytes_given(
+    fp: FaultProxy, client: httpx.Client, upstream: _UpstreamServer
+) -> None:
+    headers = [("Content-Type", "application/json"), ("Content-Encoding", "gzip")]
+    fp.add_rule("GET", "/v2/model/info", Fault.answer(200, b"\x1f\x8b not gzip", headers))
+    with pytest.raises(httpx.DecodingError):
+        client.get("/v2/model/info")
+    fp.add_rule("GET", "/v2/model/info", Fault.answer(200, b'{"total_pages": "2"}'))
+    assert client.get("/v2/model/info").json() == {"total_pages": "2"}
+    assert upstream.state.seen == []  # never forwarded
+
+
+def test_drip_relays_the_whole_answer_one_byte_at_a_time(
+    fp: FaultProxy, client: httpx.Client, upstream: _UpstreamServer
+) -> None:
+    full = client.get("/v2/model/info").content
+    fp.add_rule("GET", "/v2/model/info", Fault.drip(0.0005))
+    with client.stream("GET", "/v2/model/info") as r:
+        assert r.headers["content-length"] == str(len(full))
+        assert r.read() == full
+    assert [str(r.fault) for r in fp.log if r.fault] == ["drip(0.0005)"]
+    assert len(upstream.state.seen) == 2  # forwarded
+
+
+def test_on_forwarded_write_acts_before_any_later_request(upstream: _UpstreamServer) -> None:
+    proxy = FaultProxy(upstream.url)
+    proxy.on_forwarded_write(2, proxy.close)
+    with httpx.Client(base_url=proxy.url, headers=AUTH, timeout=5, trust_env=False) as c:
+        assert c.post("/model/new", json=_model("a")).status_code == 200
+        assert c.get("/v2/model/info").status_code == 200  # reads do not count
+        with pytest.raises(httpx.TransportError):  # the 2nd write lands; its answer is cut
+            c.post("/model/new", json=_model("b"))
+        with pytest.raises(httpx.TransportError):
+            c.post("/model/new", json=_model("c"))
+    assert [body["model_info"]["id"] for _m, _p, body in upstream.state.writes] == ["a", "b"]
+    assert proxy.closing

@@ -68,7 +68,9 @@ def test_pr_comment_separates_this_pr_from_live_drift_and_is_sticky(
     fleet_file, base_sha, head_sha = repo_with_pr(tmp_path, fleet_name, base, head)
     # Main is live; then someone edits route b by hand: drift the PR did not cause.
     write_fleet(tmp_path / "base.yaml", fleet_name, base)
-    assert fleet_sync(["apply", "-f", str(tmp_path / "base.yaml")], proxy.env()).code == 0
+    # Applied from the same repository the Actions runs below name (GITHUB_REPOSITORY).
+    main = {**proxy.env(), "GITHUB_REPOSITORY": fake_github.repo}
+    assert fleet_sync(["apply", "-f", str(tmp_path / "base.yaml")], main).code == 0
     with proxy.http() as http:
         rid_b = route_id(fleet_name, model, "b")
         http.patch(f"/model/{rid_b}/update", json={"litellm_params": {"rpm": 1}})
@@ -152,8 +154,8 @@ def test_drift_issue_opened_updated_then_closed(
 ) -> None:
     model = f"{fleet_name}-m"
     fleet_file = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD}}})
-    assert fleet_sync(["apply", "-f", str(fleet_file)], proxy.env()).code == 0
     env = actions_env(proxy, fake_github, tmp_path, {}, "def456")
+    assert fleet_sync(["apply", "-f", str(fleet_file)], env).code == 0
     run = fleet_sync(["drift", "-f", str(fleet_file), "--github-issue"], env)
     assert run.code == 0 and not fake_github.issues  # clean: nothing opened
     with proxy.http() as http:

@@ -1,29 +1,30 @@
-"""The host-moved workflow's own `run:` scripts, executed as GitHub Actions would (payload in
-the event file, `${{ … }}` filled from it, bash -e, one step after another, a failing step
-ending the job) against the real LiteLLM and the fake GitHub: branch, commit, pull request and a
-plan comment with exactly one in-place update; an injection payload stops at set-host."""
+"""The host-moved workflows run as GitHub Actions would run them: the dispatch payload in the
+event, `${{ … }}` filled from it, the action's composite steps under bash (tests/actionrunner.py;
+fleet-sync installed from the action's own checkout, not editable), against the real LiteLLM and
+the fake GitHub: branch, commit, pull request and a plan comment with exactly one in-place
+update, for this repository's own workflow (`uses: ./`) and the example config repository's
+(`uses: fleet-sync-dev/fleet-sync@v1`). The job holds only a read-only key made through the
+proxy's key API. An injection payload stops at set-host."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import git
 import pytest
-import yaml
 
 from sync.host_moved import branch_name
 from sync.render import route_id
 
+from .actionrunner import JobRun, Runner
 from .fake_github import FakeGitHub
 from .keys import read_only_key
-from .proxyharness import REPO, Proxy, fleet_sync
+from .proxyharness import Proxy, fleet_sync
+from .test_workflows import SETS, path_of
 from .upstream import Upstream, silent_address
 
 SERVED = "Qwen/Qwen3-8B"
@@ -64,53 +65,39 @@ models:
 """
 
 
-def steps() -> list[dict[str, Any]]:
-    doc = yaml.safe_load((REPO / ".github" / "workflows" / "host-moved.yml").read_text())
-    (job,) = doc["jobs"].values()
-    return [s for s in job["steps"] if "fleet-sync " in str(s.get("run", ""))]
+@pytest.fixture(scope="module")
+def installed() -> dict[str, list[str]]:
+    """The action's install step runs for real in the first job; later jobs reuse its venv."""
+    return {}
 
 
-def evaluate(expression: str, context: dict[str, Any]) -> str:
-    """`a.b.c || d.e` as GitHub evaluates it: the first operand that is set and not empty."""
-    for operand in expression.split("||"):
-        value: Any = context
-        for part in operand.strip().split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if value not in (None, ""):
-            return value if isinstance(value, str) else json.dumps(value)
-    return ""
+@pytest.fixture(scope="module")
+def read_key(proxy: Proxy) -> str:
+    return read_only_key(proxy)  # propose only reads
 
 
-def run_job(context: dict[str, Any], env: dict[str, str], cwd: Path) -> list[tuple[int, str]]:
-    """Each fleet-sync step in order until one fails; (exit code, output) per step run."""
-    results = []
-
-    def fill(text: str) -> str:
-        return re.sub(r"\$\{\{\s*(.+?)\s*\}\}", lambda m: evaluate(m.group(1), context), text)
-
-    for step in steps():
-        step_env = {k: fill(str(v)) for k, v in step.get("env", {}).items()}
-        assert "${{" not in step["run"]  # nothing from the payload is pasted into the script
-        done = subprocess.run(
-            ["bash", "-e", "-o", "pipefail", "-c", step["run"]],
-            env={**env, **step_env},
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert "Traceback" not in done.stderr, done.stderr
-        results.append((done.returncode, done.stdout + done.stderr))
-        if done.returncode:
-            break
-    return results
+def runner_path(tmp: Path) -> str:
+    """PATH as setup-python leaves it, with no fleet-sync but the one the action installs."""
+    python = tmp / "python-bin"
+    python.mkdir(exist_ok=True)
+    if not (python / "python").exists():
+        (python / "python").symlink_to(sys.executable)
+    path = [p for p in os.environ["PATH"].split(os.pathsep) if not Path(p, "fleet-sync").exists()]
+    return os.pathsep.join([str(python), *path])
 
 
 class Repo:
     """A checkout of main with fleet.yaml, known to the fake GitHub as the same commit."""
 
-    def __init__(self, tmp: Path, github: FakeGitHub, fleet: str, model: str) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        github: FakeGitHub,
+        fleet: str,
+        model: str,
+        read_key: str,
+        installed: dict[str, list[str]],
+    ) -> None:
         self.git = git.Repo.init(tmp / "repo", initial_branch="main")
         with self.git.config_writer() as config:
             config.set_value("user", "name", "t").set_value("user", "email", "t@example.invalid")
@@ -124,46 +111,76 @@ class Repo:
         self.head = self.git.index.commit("fleet").hexsha
         github.git.seed_commit(self.head, {"fleet.yaml": self.original}, "main")
         self.github = github
+        self.read_key, self.installed = read_key, installed
+        self.runs = 0
 
     def fresh_checkout(self) -> None:
         """Every workflow run starts from a clean checkout of main."""
         self.fleet.write_bytes(self.original)
 
     def dispatch(
-        self, proxy: Proxy, tmp: Path, payload: dict[str, str], automerge: bool = False
-    ) -> list[tuple[int, str]]:
+        self,
+        proxy: Proxy,
+        tmp: Path,
+        payload: dict[str, str],
+        *,
+        automerge: bool = False,
+        which: str = "project",
+    ) -> JobRun:
+        """One run of the workflow's job on a fresh checkout of main."""
+        self.runs += 1
+        temp = tmp / f"runner-temp-{self.runs}"
+        temp.mkdir()
         event = {"action": "host-moved", "client_payload": payload}
-        (tmp / "event.json").write_text(json.dumps(event), encoding="utf-8")
-        (tmp / "summary.md").touch()
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("LITELLM_", "GITHUB_"))}
-        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        (temp / "event.json").write_text(json.dumps(event), encoding="utf-8")
+        drop = ("LITELLM_PROXY_", "GITHUB_", "FLEET_SYNC_", "RUNNER_", "VIRTUAL_ENV")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
         env.update(
             self.github.env(
-                GITHUB_EVENT_PATH=str(tmp / "event.json"),
+                GITHUB_EVENT_PATH=str(temp / "event.json"),
                 GITHUB_EVENT_NAME="repository_dispatch",
                 GITHUB_REF_NAME="main",
                 GITHUB_SHA=self.head,
-                GITHUB_STEP_SUMMARY=str(tmp / "summary.md"),
+                GITHUB_RUN_ATTEMPT="1",
             ),
+            PATH=runner_path(tmp),
             NO_COLOR="1",
         )
-        env.pop("GITHUB_TOKEN")
-        context = {
-            "github": {"event": event, "token": self.github.token},
-            "inputs": {},
-            "secrets": {
-                "LITELLM_PROXY_URL": proxy.url,
-                "LITELLM_PROXY_READ_API_KEY": read_only_key(proxy),  # propose only reads
-            },
-            "vars": {"FLEET_SYNC_AUTOMERGE_HOST_MOVES": "true"} if automerge else {},
-        }
+        env.pop("GITHUB_TOKEN")  # the action passes it only to its fleet-sync step
+        contexts = {f"github.event.client_payload.{k}": v for k, v in payload.items()}
+        contexts.update(
+            {
+                "github.token": self.github.token,
+                "secrets.LITELLM_PROXY_URL": proxy.url,
+                "secrets.LITELLM_PROXY_READ_API_KEY": self.read_key,
+            }
+        )
+        if automerge:
+            contexts["vars.FLEET_SYNC_AUTOMERGE_HOST_MOVES"] = "true"
         self.fresh_checkout()
-        return run_job(context, env, self.work)
+        run = Runner(self.work, temp, env, contexts, reuse=self.installed).run_job(
+            path_of(which, "host-moved.yml")
+        )
+        assert "Traceback" not in run.stderr, run.stderr
+        assert proxy.api_key not in run.stdout + run.stderr + run.summary
+        return run
+
+
+def as_apply_yml(proxy: Proxy, repo: Repo) -> dict[str, str]:
+    """apply.yml's environment: the proxy, and the repository that tags the routes it writes."""
+    return {**proxy.env(), "GITHUB_REPOSITORY": repo.github.repo}
 
 
 def apply_base(proxy: Proxy, repo: Repo) -> None:
-    done = fleet_sync(["apply", "-f", str(repo.fleet)], proxy.env())
+    done = fleet_sync(["apply", "-f", str(repo.fleet)], as_apply_yml(proxy, repo))
     assert done.code == 0, done.out + done.err
+
+
+def proposed(run: JobRun) -> str:
+    """The job's output, once it is known to have proposed (result `proposed`)."""
+    output = run.stdout + run.stderr
+    assert run.success and run.outputs["result"] == "proposed", output
+    return output
 
 
 def plan_comment(github: FakeGitHub, number: int) -> str:
@@ -173,15 +190,29 @@ def plan_comment(github: FakeGitHub, number: int) -> str:
     return body
 
 
+@pytest.mark.parametrize("which", SETS)
 def test_dispatch_opens_then_updates_one_pull_request_with_one_in_place_update(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str, newer: str
+    which: str,
+    proxy: Proxy,
+    fake_github: FakeGitHub,
+    tmp_path: Path,
+    fleet_name: str,
+    new: str,
+    newer: str,
+    read_key: str,
+    installed: dict[str, list[str]],
 ) -> None:
+    fleet_name = f"{which}-{fleet_name}"  # the two cases share a proxy
     model = f"{fleet_name}-m"
-    repo = Repo(tmp_path, fake_github, fleet_name, model)
+    repo = Repo(tmp_path, fake_github, fleet_name, model, read_key, installed)
     apply_base(proxy, repo)
 
-    results = repo.dispatch(proxy, tmp_path, {"model": model, "host": "a", "api_base": new})
-    assert [code for code, _ in results] == [0, 0], results
+    moved = {"model": model, "host": "a", "api_base": new}
+    run = repo.dispatch(proxy, tmp_path, moved, which=which)
+    proposed(run)
+    # The action's outputs count the plan propose commented (its report file, uploaded).
+    assert (run.outputs["create"], run.outputs["update"], run.outputs["prune"]) == ("0", "1", "0")
+    assert run.outputs["plan-hash"].startswith("sha256:") and len(run.uploads) == 1
 
     branch = branch_name(model, "a")
     commit = fake_github.git.refs[branch]
@@ -200,8 +231,11 @@ def test_dispatch_opens_then_updates_one_pull_request_with_one_in_place_update(
     assert live is not None and live["litellm_params"]["api_base"] == OLD  # no apply before merge
 
     # The pod moves again before anyone merged: the same pull request, moved branch, one comment.
-    results = repo.dispatch(proxy, tmp_path, {"model": model, "host": "a", "api_base": newer})
-    assert [code for code, _ in results] == [0, 0], results
+    output = proposed(
+        repo.dispatch(
+            proxy, tmp_path, {"model": model, "host": "a", "api_base": newer}, which=which
+        )
+    )
     (again,) = fake_github.git.pulls()
     assert again["number"] == pull["number"] and again["state"] == "open"
     commit = fake_github.git.refs[branch]
@@ -212,20 +246,27 @@ def test_dispatch_opens_then_updates_one_pull_request_with_one_in_place_update(
     body = plan_comment(fake_github, pull["number"])
     assert f'litellm_params.api_base: "{OLD}" -> "{newer}"' in body
     assert "**+0 create, ~1 update, -0 prune**" in body
-    assert "pull request" in results[1][1] and "updated" in results[1][1]
+    assert f"pull request #{pull['number']} updated" in output
 
 
 def test_automerge_merges_a_pure_move_and_starts_apply_which_moves_the_route(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str
+    proxy: Proxy,
+    fake_github: FakeGitHub,
+    tmp_path: Path,
+    fleet_name: str,
+    read_key: str,
+    installed: dict[str, list[str]],
+    new: str,
 ) -> None:
     model = f"{fleet_name}-m"
-    repo = Repo(tmp_path, fake_github, fleet_name, model)
+    repo = Repo(tmp_path, fake_github, fleet_name, model, read_key, installed)
     apply_base(proxy, repo)
 
-    results = repo.dispatch(
-        proxy, tmp_path, {"model": model, "host": "a", "api_base": new}, automerge=True
+    proposed(
+        repo.dispatch(
+            proxy, tmp_path, {"model": model, "host": "a", "api_base": new}, automerge=True
+        )
     )
-    assert [code for code, _ in results] == [0, 0], results
     (pull,) = fake_github.git.pulls()
     assert pull["state"] == "closed" and pull["merged_at"]
     assert fake_github.git.dispatches == [{"workflow": "apply.yml", "ref": "main"}]
@@ -236,7 +277,7 @@ def test_automerge_merges_a_pure_move_and_starts_apply_which_moves_the_route(
 
     # The dispatched apply.yml runs on main as merged: the route moves in place.
     repo.fleet.write_bytes(fake_github.git.file_at(merged, "fleet.yaml") or b"")
-    done = fleet_sync(["apply", "-f", str(repo.fleet)], proxy.env())
+    done = fleet_sync(["apply", "-f", str(repo.fleet)], as_apply_yml(proxy, repo))
     assert done.code == 0, done.out + done.err
     assert "~1 update, -0 prune" in done.out
     live = proxy.route(route_id(fleet_name, model, "a"))
@@ -244,10 +285,16 @@ def test_automerge_merges_a_pure_move_and_starts_apply_which_moves_the_route(
 
 
 def test_automerge_leaves_a_plan_with_other_changes_for_review(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str
+    proxy: Proxy,
+    fake_github: FakeGitHub,
+    tmp_path: Path,
+    fleet_name: str,
+    read_key: str,
+    installed: dict[str, list[str]],
+    new: str,
 ) -> None:
     model = f"{fleet_name}-m"
-    repo = Repo(tmp_path, fake_github, fleet_name, model)
+    repo = Repo(tmp_path, fake_github, fleet_name, model, read_key, installed)
     apply_base(proxy, repo)
     with proxy.http() as http:  # someone edits host b by hand: drift the plan would repair
         answer = http.patch(
@@ -255,11 +302,12 @@ def test_automerge_leaves_a_plan_with_other_changes_for_review(
         )
         assert answer.status_code == 200, answer.text
 
-    results = repo.dispatch(
-        proxy, tmp_path, {"model": model, "host": "a", "api_base": new}, automerge=True
+    output = proposed(
+        repo.dispatch(
+            proxy, tmp_path, {"model": model, "host": "a", "api_base": new}, automerge=True
+        )
     )
-    assert [code for code, _ in results] == [0, 0], results
-    assert "not merged automatically: the plan changes 1 other route(s) too" in results[1][1]
+    assert "not merged automatically: the plan changes 1 other route(s) too" in output
     (pull,) = fake_github.git.pulls()
     assert pull["state"] == "open" and not pull["merged_at"]
     assert fake_github.git.dispatches == []
@@ -267,10 +315,16 @@ def test_automerge_leaves_a_plan_with_other_changes_for_review(
 
 
 def test_injection_payloads_are_refused_by_set_host_and_nothing_runs(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str
+    proxy: Proxy,
+    fake_github: FakeGitHub,
+    tmp_path: Path,
+    fleet_name: str,
+    read_key: str,
+    installed: dict[str, list[str]],
+    new: str,
 ) -> None:
     model = f"{fleet_name}-m"
-    repo = Repo(tmp_path, fake_github, fleet_name, model)
+    repo = Repo(tmp_path, fake_github, fleet_name, model, read_key, installed)
     pwned = tmp_path / "pwned"
     for payload in [
         {"model": model, "host": f"$(touch {pwned})", "api_base": new},
@@ -279,11 +333,10 @@ def test_injection_payloads_are_refused_by_set_host_and_nothing_runs(
         {"model": "--file=/etc/passwd", "host": "a", "api_base": new},
         {"model": model, "host": "a\n::error::injected", "api_base": new},
     ]:
-        results = repo.dispatch(proxy, tmp_path, payload)
-        assert len(results) == 1, payload  # set-host failed: the job ends there
-        code, output = results[0]
-        assert code == 1, (payload, output)
-        assert "was not changed" in output
+        run = repo.dispatch(proxy, tmp_path, payload)
+        output = run.stdout + run.stderr
+        assert not run.success and run.outputs["result"] == "error", (payload, output)
+        assert "was not changed" in output  # set-host failed: the job ends there
         assert "\n::error::injected" not in output  # untrusted text is shown escaped
         assert not pwned.exists()
         assert repo.fleet.read_bytes() == repo.original
@@ -292,20 +345,29 @@ def test_injection_payloads_are_refused_by_set_host_and_nothing_runs(
 
 
 def test_automerge_waits_when_the_new_address_serves_another_model(
-    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+    proxy: Proxy,
+    fake_github: FakeGitHub,
+    tmp_path: Path,
+    fleet_name: str,
+    read_key: str,
+    installed: dict[str, list[str]],
 ) -> None:
     model = f"{fleet_name}-m"
-    repo = Repo(tmp_path, fake_github, fleet_name, model)
+    repo = Repo(tmp_path, fake_github, fleet_name, model, read_key, installed)
     apply_base(proxy, repo)
     wrong = Upstream("wrong", ["org/something-else"]).start()
     try:
-        results = repo.dispatch(
-            proxy, tmp_path, {"model": model, "host": "a", "api_base": wrong.url}, automerge=True
+        output = proposed(
+            repo.dispatch(
+                proxy,
+                tmp_path,
+                {"model": model, "host": "a", "api_base": wrong.url},
+                automerge=True,
+            )
         )
     finally:
         wrong.stop()
-    assert [code for code, _ in results] == [0, 0], results
-    assert "not merged automatically: the new address does not serve the model" in results[1][1]
+    assert "not merged automatically: the new address does not serve the model" in output
     (pull,) = fake_github.git.pulls()
     assert pull["state"] == "open"
     assert fake_github.git.dispatches == []

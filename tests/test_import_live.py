@@ -9,13 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
-from sync.credentials import REDACTED, is_reference
+from sync.credentials import is_reference
 from sync.importer import host_name, import_fleet
+from sync.redaction import hidden_reference
 from sync.render import Route
 
+from .keys import read_only_key
 from .proxyharness import Proxy, fleet_sync
 
 
@@ -51,9 +54,18 @@ def seed(proxy: Proxy, prefix: str) -> dict[str, list[dict[str, Any]]]:
                 "api_base": "https://emb-8000.proxy.runpod.net/v1",
                 "tpm": 100000,
                 "stream_timeout": 30,
-                "extra_headers": {"X-Team": "search"},
+                "tags": ["search", "eu"],
                 "azure_ad_token": "tok-0123456789abcdef",
                 "timeout": 600,
+            },
+        ],
+        # A plain string below the top level: LiteLLM resolves no reference there, so it
+        # cannot become a placeholder, and import cannot tell it from a secret (left out whole).
+        f"{prefix}-header": [
+            {
+                "model": "hosted_vllm/org/header",
+                "api_base": "http://10.40.0.4:8000/v1",
+                "extra_headers": {"X-Team": "search"},
             },
         ],
         # A credential nested in a header: not expressible as a reference (left out whole).
@@ -87,9 +99,11 @@ def test_import_round_trip_plans_only_the_tagging_replacements(
     assert done.code == 0, done.err
     assert "replaces each untagged route with a tagged copy" in done.err
     assert f"model group {fleet_name}-authed left out whole" in done.err
+    header = f"model group {fleet_name}-header left out whole"
+    assert f"{header}: " in done.err and "litellm_params.extra_headers.X-Team holds a" in done.err
     assert "s3cr3t" not in done.err + out.read_text() and "0123456789abcdef" not in out.read_text()
-    env_name = f"{fleet_name}-embed-emb-8000.proxy.runpod.net-azure-ad-token"
-    assert f"set {env_name.upper().replace('-', '_').replace('.', '_')}" in done.err
+    env_name = f"fleet-sync-import-{fleet_name}-embed-azure-ad-token"
+    assert f"set {env_name.upper().replace('-', '_')} in the proxy's" in done.err
 
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# yaml-language-server: $schema=")
@@ -102,6 +116,7 @@ def test_import_round_trip_plans_only_the_tagging_replacements(
     assert [h["name"] for h in qwen["hosts"]] == ["10.40.0.1-8000", "10.40.0.2-8000"]
     assert qwen["hosts"][1]["litellm_params"] == {"weight": 2}
     assert doc["defaults"]["litellm_params"] == {"timeout": 600}  # shared by every model
+    assert doc["models"][f"{fleet_name}-embed"]["litellm_params"]["tags"] == ["search", "eu"]
     assert "model_info" not in doc["models"][f"{fleet_name}-gpt"]  # LiteLLM's cost map, not ours
 
     assert fleet_sync(["validate", "-f", str(out)], proxy.env()).code == 0
@@ -120,7 +135,7 @@ def test_import_round_trip_plans_only_the_tagging_replacements(
         before, after = old["before"]["litellm_params"], new["after"]["litellm_params"]
         for key, value in after.items():  # the same parameters, a credential as its reference
             if is_reference(value):
-                assert before[key] == REDACTED, key
+                assert before[key] == hidden_reference(value), key  # never the live value
             else:
                 assert before[key] == value, key
         assert set(before) == set(after)
@@ -130,10 +145,69 @@ def test_import_round_trip_plans_only_the_tagging_replacements(
         assert all(old["before"]["model_info"][k] == v for k, v in info.items() if k not in tags)
     text_plan = fleet_sync(["plan", "-f", str(out)], proxy.env())
     assert text_plan.out.count("replaced by a tagged one") == 4
-    authed = [
-        i for i in json.loads(plan.out)["ignored"] if i["model_name"] == f"{fleet_name}-authed"
-    ]
-    assert len(authed) == 1  # left out of the file: not claimed, not touched
+    ignored = [i["model_name"] for i in json.loads(plan.out)["ignored"]]
+    for left_out in (f"{fleet_name}-authed", f"{fleet_name}-header"):
+        assert ignored.count(left_out) == 1  # left out of the file: not claimed, not touched
+
+
+def test_import_writes_no_value_litellm_resolved_from_the_environment(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """A portal stored os.environ/ references on keys not named like secrets; LiteLLM lists the
+    values it resolved from its own environment (the database URL with its password, the
+    master key). None of them reaches the file or the output; the round trip still holds."""
+    model = f"{fleet_name}-refs"
+    seeded = {
+        "model": "hosted_vllm/org/refs",
+        "api_base": "http://fleet:pw-in-the-address@10.40.0.6:8000/v1",
+        "organization": "os.environ/DATABASE_URL",  # any top-level key is resolved
+        "vertex_project": "os.environ/LITELLM_MASTER_KEY",
+        "api_version": "os.environ/LITELLM_MASTER_KEY",  # allow-listed key, not its shape
+        "extra_headers": {"X-Org": "os.environ/DATABASE_URL"},  # never resolved down here
+        "timeout": 600,
+    }
+    with proxy.http() as http:
+        answer = http.post("/model/new", json={"model_name": model, "litellm_params": seeded})
+        assert answer.status_code == 200, answer.text
+    (live,) = [r for r in proxy.routes() if r["model_name"] == model]
+    resolved = [live["litellm_params"][k] for k in ("organization", "vertex_project")]
+    assert resolved[0].startswith("postgres") and "@" in resolved[0]  # LiteLLM resolved them:
+    assert resolved[1] == proxy.api_key  # the harness's master key is LITELLM_MASTER_KEY
+    known = [*resolved, str(urlsplit(resolved[0]).password), "pw-in-the-address"]
+
+    out = tmp_path / "fleet.yaml"
+    env = {k: v for k, v in proxy.env().items() if k != "LITELLM_PROXY_API_KEY"}
+    env["LITELLM_PROXY_READ_API_KEY"] = read_only_key(proxy)  # so the scrub knows no master key
+    done = fleet_sync(["import", "--fleet", fleet_name, "-o", str(out), "--model", model], env)
+    assert done.code == 0, done.err
+    text = out.read_text(encoding="utf-8")
+    for value in known:
+        assert len(value) >= 6 and value not in text + done.out + done.err
+
+    doc = yaml.safe_load(text)
+    params = doc["models"][model]["litellm_params"]
+    prefix = f"os.environ/FLEET_SYNC_IMPORT_{model.upper().replace('-', '_')}"
+    assert params == {
+        "organization": f"{prefix}_ORGANIZATION",
+        "vertex_project": f"{prefix}_VERTEX_PROJECT",
+        "api_version": f"{prefix}_API_VERSION",
+        "extra_headers": {"X-Org": "os.environ/DATABASE_URL"},  # the reference as stored
+        "timeout": 600,
+    }
+    (host,) = doc["models"][model]["hosts"]
+    assert host["api_base"] == "http://10.40.0.6:8000/v1"
+    for key in ("ORGANIZATION", "VERTEX_PROJECT", "API_VERSION"):
+        assert f"set {prefix.removeprefix('os.environ/')}_{key} in the proxy's" in done.err
+    assert "api_base carried user:password@, written without it" in done.err
+
+    assert fleet_sync(["validate", "-f", str(out)], proxy.env()).code == 0
+    plan = fleet_sync(["plan", "-f", str(out), "--format", "json"], proxy.env())
+    assert plan.code == 0, plan.err
+    changes = json.loads(plan.out)["changes"]
+    assert sorted(c["action"] for c in changes) == ["create", "delete"]  # only the tagging
+    assert changes[1]["replaced_by"] == changes[0]["id"]
+    for value in known:
+        assert value not in plan.out + plan.err
 
 
 def test_import_refuses_what_fleet_yaml_cannot_say() -> None:

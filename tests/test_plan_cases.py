@@ -1,9 +1,14 @@
 """Plans on plain data: each tests/cases/plan/*.yaml holds a fleet, the live routes a proxy would
-list, and the expected plan (pyinfra style: inputs, mocked live facts, expected output)."""
+list, and the expected plan (pyinfra style: inputs, mocked live facts, expected output).
+
+A case may also say `source:` (the source the command line resolved, passed in as data) and
+`take_over: true`; a live entry may say `holds: model/host` (it carries that desired route's
+id) and `unlisted: true` (stored by LiteLLM, not listed by its router)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +19,7 @@ from sync.fleet import fleet_from_doc
 from sync.litellm import parse_route
 from sync.normalise import PARAM_DEFAULTS
 from sync.plan import Change, Delete, Plan, Update, make_plan
+from sync.redaction import plan_json
 from sync.render import Route, render
 from sync.report import IGNORED_SHOWN, plan_text
 from sync.safety import refusals
@@ -32,11 +38,20 @@ ENRICHMENT = {
 }
 
 
+def _desired(desired: dict[str, Route], name: str) -> Route:
+    model, host = name.split("/")
+    return next(r for r in desired.values() if r.model_name == model and r.host == host)
+
+
 def live_entry(spec: dict[str, Any], desired: dict[str, Route]) -> dict[str, Any]:
+    spec = {k: v for k, v in spec.items() if k != "unlisted"}
+    if "holds" in spec:
+        entry = {k: v for k, v in spec.items() if k != "holds"}
+        entry["model_info"] = {**entry["model_info"], "id": _desired(desired, spec["holds"]).id}
+        return entry
     if "rendered" not in spec:
         return spec
-    model, host = spec["rendered"].split("/")
-    route = next(r for r in desired.values() if r.model_name == model and r.host == host)
+    route = _desired(desired, spec["rendered"])
     entry = route.deployment()
     entry["litellm_params"].pop("api_key", None)  # LiteLLM never returns it
     entry["litellm_params"].update(spec.get("litellm_params", {}))
@@ -45,27 +60,40 @@ def live_entry(spec: dict[str, Any], desired: dict[str, Route]) -> dict[str, Any
         entry["model_info"].update(ENRICHMENT)
     if spec.get("stale_digest"):
         entry["model_info"]["fleet_sync_digest"] = "0000000000000000"
+    entry["model_info"].update(spec.get("model_info", {}))
     return entry
 
 
 def describe(change: Change) -> list[str]:
     if isinstance(change, Delete):
         head = f"delete {change.id}" + (" replaced" if change.replaced_by else "")
-        return [head, f"{head}: {change.reason}"]
+        listed = [] if change.listed else [f"{head} not listed"]
+        return [head, f"{head}: {change.reason}", *listed]
     head = f"{change.action} {change.model_name}/{change.host}"
     if not isinstance(change, Update):
         return [head]
-    return [f"{head} {d.path}" for d in change.diff] + [
-        f"{head} {d.path}: {d.before} -> {d.after}" for d in change.diff
-    ]
+    listed = [] if change.listed else [f"{head} not listed"]
+    return (
+        [head, *listed]
+        + [f"{head} {d.path}" for d in change.diff]
+        + [f"{head} {d.path}: {d.before} -> {d.after}" for d in change.diff]
+    )
 
 
 def plan_for(case: dict[str, Any]) -> tuple[Plan, float]:
     doc = parse_yaml(yaml.safe_dump(case["fleet"]), "fleet.yaml")
     fleet = fleet_from_doc(doc, "fleet.yaml")
+    if case.get("source") and not fleet.source:
+        fleet = replace(fleet, source=case["source"])
     desired = {r.id: r for r in render(fleet)}
-    live = [parse_route(live_entry(spec, desired)) for spec in case["live"]]
-    return make_plan(fleet, list(desired.values()), [r for r in live if r]), fleet.max_prune_percent
+    listed: list[Route] = []
+    unlisted: list[Route] = []
+    for spec in case["live"]:
+        route = parse_route(live_entry(spec, desired))
+        if route is not None:
+            (unlisted if spec.get("unlisted") else listed).append(route)
+    plan = make_plan(fleet, list(desired.values()), listed, unlisted, case.get("take_over", False))
+    return plan, fleet.max_prune_percent
 
 
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
@@ -81,6 +109,11 @@ def test_plan_case(path: Path) -> None:
     assert set(ignored) == set(expect["ignored"])
     for rid, reason in expect["ignored"].items():
         assert reason in ignored[rid]
+    conflicts = {f"{c.desired.model_name}/{c.desired.host}": c.reason for c in plan.conflicts}
+    assert set(conflicts) == set(expect.get("conflicts", {})), conflicts
+    for name, reason in expect.get("conflicts", {}).items():
+        assert reason in conflicts[name], conflicts[name]
+    assert plan.empty == (not expect["changes"] and not expect.get("conflicts"))
     refused = refusals(plan, max_prune)
     assert len(refused) == len(expect.get("refused", [])), refused
     for wanted, got in zip(expect.get("refused", []), refused, strict=True):
@@ -104,7 +137,7 @@ def test_plan_json_has_the_contract_shape_and_no_secret() -> None:
     case["live"][1]["litellm_params"]["extra_headers"] = {"Authorization": "Bearer sk-nested"}
     case["live"][1]["litellm_params"]["vertex_credentials"] = "os.environ/VERTEX_CREDS"
     plan, _ = plan_for(case)
-    body = plan.to_json()
+    body = plan_json(plan)  # what every output shows (the core compares raw values)
     text = json.dumps(body)
     assert "sk-live-secret-123" not in text and "AKIA-very-secret" not in text
     assert "sk-nested" not in text

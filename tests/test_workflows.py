@@ -198,6 +198,10 @@ def test_action_metadata() -> None:
         "args",
         "python-version",
         "github-token",
+        "model",  # model, host, api-base, automerge: command propose (host-moved)
+        "host",
+        "api-base",
+        "automerge",
     }
     assert meta["inputs"]["command"]["required"] is True
     assert set(meta["outputs"]) == {"plan-hash", "create", "update", "prune", "exit-code", "result"}
@@ -428,4 +432,4 @@ def test_action_skips_the_plan_without_the_proxy_secret(tmp_path: Path) -> None:
 def test_action_refuses_an_unknown_command(tmp_path: Path) -> None:
     job, calls = run_action(tmp_path, "plan", 0, inputs={"command": "destroy"})
     assert not job.success and calls == ""
-    assert "must be plan, apply or drift" in job.stdout
+    assert "must be plan, apply, drift or propose" in job.stdout

@@ -1,0 +1,134 @@
+"""Which values a plan may show: redaction by provenance, not by key name.
+
+LiteLLM resolves an ``os.environ/NAME`` reference on any key of litellm_params (a master key on
+``timeout``, a database URL with its password on ``organization``) and lists the resolved value.
+Whether a live value is a secret therefore depends on where it came from, not on what its key is
+called:
+
+- a desired value is shown as fleet.yaml writes it (a reference stays ``os.environ/NAME``);
+- a live value at a path whose desired value is a reference is never shown;
+- a live string at a path fleet.yaml does not set (a key being removed, a hand edit, a route
+  being pruned) is not shown either: it may be a reference LiteLLM resolved, written by an
+  earlier fleet.yaml or by hand, and nothing on the read side can tell;
+- what fleet-sync itself sets from dedicated fields (model, api_base, id, the fleet_sync_* tags)
+  and numbers, booleans and references are shown;
+- every address loses its user:password@ part, lists are walked like mappings.
+
+The plan core compares raw values; this module is applied where plans are rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .credentials import is_reference, strip_userinfo
+from .plan import ABSENT, Change, Delete, Plan, shown
+
+# Paths fleet-sync fills from its own validated fields; never a resolved reference.
+OWN_PATHS = frozenset(
+    {"model_name", "litellm_params.model", "litellm_params.api_base", "model_info.id"}
+)
+OWN_PREFIX = "model_info.fleet_sync_"
+
+
+class Hidden(str):
+    """A placeholder shown instead of a live value (a plain string in JSON)."""
+
+    __slots__ = ()
+
+
+class _Missing:
+    """fleet.yaml sets nothing at this path."""
+
+
+MISSING = _Missing()
+
+
+def hidden_reference(reference: str) -> Hidden:
+    return Hidden(f"(hidden: the proxy's value of {reference})")
+
+
+HIDDEN_UNSET = Hidden("(hidden: a live string fleet.yaml does not set)")
+
+
+def without_userinfo(value: Any) -> Any:
+    """A value with user:password@ masked in every string, at any depth."""
+    if isinstance(value, str):
+        return value if isinstance(value, Hidden) else strip_userinfo(value)
+    if isinstance(value, Mapping):
+        return {k: without_userinfo(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [without_userinfo(v) for v in value]
+    return value
+
+
+def live_value(live: Any, desired: Any, path: str) -> Any:
+    """What may be shown of a live value, given the desired value at the same path
+    (MISSING when fleet.yaml sets nothing there)."""
+    if live == ABSENT or path in OWN_PATHS or path.startswith(OWN_PREFIX):
+        return without_userinfo(live)
+    if is_reference(desired):
+        return live if live == desired else hidden_reference(desired)
+    if isinstance(live, Mapping):
+        return {
+            k: live_value(v, _child(desired, k), f"{path}.{k}" if path else str(k))
+            for k, v in live.items()
+        }
+    if isinstance(live, list | tuple):
+        return [live_value(v, _item(desired, i), f"{path}[{i}]") for i, v in enumerate(live)]
+    if isinstance(live, str) and not is_reference(live):
+        literal = isinstance(desired, str | int | float | bool)
+        return strip_userinfo(live) if literal else HIDDEN_UNSET
+    return live
+
+
+def _child(desired: Any, key: Any) -> Any:
+    return desired.get(key, MISSING) if isinstance(desired, Mapping) else MISSING
+
+
+def _item(desired: Any, index: int) -> Any:
+    if isinstance(desired, list | tuple) and index < len(desired):
+        return desired[index]
+    return MISSING
+
+
+def field_values(path: str, before: Any, after: Any) -> tuple[Any, Any]:
+    """(before, after) of one field change as it may be shown: before is live, after desired."""
+    desired = MISSING if after == ABSENT else after
+    return live_value(before, desired, path), without_userinfo(after)
+
+
+def desired_view(change: Change, plan: Plan) -> Any:
+    """The desired route a change's live values are judged against: its own, or for the
+    replacement of an untagged route the tagged route created in its place (it carries the same
+    parameters); MISSING for a prune, where fleet.yaml wants nothing."""
+    if not isinstance(change, Delete):
+        return shown(change.route)
+    for other in plan.changes:
+        if other.id == change.replaced_by and not isinstance(other, Delete):
+            return shown(other.route)
+    return MISSING
+
+
+def change_json(change: Change, body: dict[str, Any], desired: Any) -> dict[str, Any]:
+    """One change of Plan.to_json() with its live values hidden by provenance."""
+    out = dict(body)
+    if out.get("before") is not None:
+        out["before"] = live_value(out["before"], desired, "")
+    if out.get("after") is not None:
+        out["after"] = without_userinfo(out["after"])
+    diff = []
+    for entry in out.get("diff", []):
+        before, after = field_values(entry["path"], entry["before"], entry["after"])
+        diff.append({**entry, "before": before, "after": after})
+    out["diff"] = diff
+    return out
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    """Plan.to_json() as every output shows it (stdout, --out, the PR comment)."""
+    body = plan.to_json()
+    entries = zip(plan.changes, body["changes"], strict=True)
+    body["changes"] = [change_json(c, entry, desired_view(c, plan)) for c, entry in entries]
+    return body

@@ -1,0 +1,173 @@
+"""The last line of defence: every text fleet-sync emits passes through one scrub.
+
+Redaction by provenance (sync/redaction.py) decides which live values a plan may show. This
+module does not reason about values at all: it knows the secrets of this run — the proxy's
+admin key, the GitHub token, the values of the environment variables fleet.yaml references —
+and removes them, and the user:password@ of any address, from whatever is about to leave the
+process: stdout, stderr (both wrapped for the whole command, tracebacks and usage errors
+included), files written, the PR comment, the drift issue, the job summary.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TextIO
+
+from .credentials import referenced_names, strip_userinfo
+
+MASK = "***"
+# Shorter values are not worth the name of a secret and would mangle every output (a port
+# "8000" or a flag "true" in an environment variable); redaction by provenance still hides
+# them in plans.
+MIN_SECRET_LENGTH = 6
+# Environment variables that hold this run's credentials whatever fleet.yaml says.
+CREDENTIAL_VARIABLES = (
+    "LITELLM_PROXY_API_KEY",
+    "LITELLM_PROXY_READ_API_KEY",
+    "LITELLM_MASTER_KEY",
+    "GITHUB_TOKEN",
+)
+FLEET_READ_LIMIT = 1024 * 1024  # fleet.yaml larger than this is refused by the loader anyway
+
+
+class Scrubber:
+    """The secrets of one run, and the scrub that removes them from text."""
+
+    def __init__(self, secrets: Iterable[str | None] = ()) -> None:
+        self._lock = threading.Lock()
+        self._forms: tuple[str, ...] = ()
+        self._secrets: set[str] = set()
+        self.remember(*secrets)
+
+    def remember(self, *values: str | None) -> None:
+        """Add secrets; short or blank values are ignored (see MIN_SECRET_LENGTH)."""
+        fresh = {v for v in values if v and len(v.strip()) >= MIN_SECRET_LENGTH}
+        with self._lock:
+            if fresh <= self._secrets:
+                return
+            self._secrets |= fresh
+            forms = set(self._secrets)
+            # JSON output escapes quotes, backslashes and non-ASCII: mask that form too.
+            forms |= {json.dumps(s)[1:-1] for s in self._secrets}
+            forms |= {json.dumps(s, ensure_ascii=False)[1:-1] for s in self._secrets}
+            self._forms = tuple(sorted(forms, key=len, reverse=True))  # longest first
+
+    def remember_references(self, text: str, environ: Mapping[str, str]) -> None:
+        """The values (in this process's environment) of every os.environ/NAME in a text."""
+        self.remember(*(environ.get(name) for name in sorted(referenced_names(text))))
+
+    def remember_fleet(self, path: Path, environ: Mapping[str, str]) -> None:
+        """As remember_references, for fleet.yaml read as text (valid or not)."""
+        try:
+            with path.open("rb") as fh:
+                raw = fh.read(FLEET_READ_LIMIT)
+        except OSError:
+            return
+        self.remember_references(raw.decode("utf-8", errors="replace"), environ)
+
+    def __call__(self, text: str) -> str:
+        text = strip_userinfo(text)
+        for form in self._forms:
+            if form in text:
+                text = text.replace(form, MASK)
+        return text
+
+    def value(self, value: Any) -> Any:
+        """A JSON-like value with every string in it scrubbed."""
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, dict):
+            return {self(str(k)): self.value(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.value(v) for v in value]
+        return value
+
+
+_active = Scrubber()
+
+
+def active() -> Scrubber:
+    """The scrubber of the command running now."""
+    return _active
+
+
+def scrub(text: str) -> str:
+    return _active(text)
+
+
+def remember(*values: str | None) -> None:
+    _active.remember(*values)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write an output file (a saved plan, a rendered config), scrubbed."""
+    path.write_text(scrub(text), encoding="utf-8")
+
+
+class ScrubbedStream(io.TextIOBase):
+    """A text stream that scrubs what it passes on. Whole lines are scrubbed at once, so a
+    secret split over two writes is still found; the rest goes out on flush."""
+
+    def __init__(self, inner: TextIO, scrubber: Scrubber) -> None:
+        super().__init__()
+        self.inner = inner
+        self._scrubber = scrubber
+        self._pending = ""
+        self._lock = threading.Lock()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]  # read-only on TextIOBase
+        return getattr(self.inner, "encoding", None) or "utf-8"
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.inner, "errors", None)
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    def write(self, text: str) -> int:
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        with self._lock:
+            self._pending += text
+            complete, newline, rest = self._pending.rpartition("\n")
+            if newline:
+                self._pending = rest
+                self.inner.write(self._scrubber(complete + newline))
+        return len(text)
+
+    def flush(self) -> None:
+        with self._lock:
+            if self._pending:
+                self.inner.write(self._scrubber(self._pending))
+                self._pending = ""
+        self.inner.flush()
+
+
+@contextmanager
+def session(environ: Mapping[str, str] | None = None) -> Iterator[Scrubber]:
+    """A fresh scrubber for one command, with stdout and stderr scrubbed until it ends."""
+    global _active
+    environ = os.environ if environ is None else environ
+    scrubber = Scrubber(environ.get(name) for name in CREDENTIAL_VARIABLES)
+    saved = _active, sys.stdout, sys.stderr
+    _active = scrubber
+    sys.stdout = ScrubbedStream(saved[1], scrubber)
+    sys.stderr = ScrubbedStream(saved[2], scrubber)
+    try:
+        yield scrubber
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            stream.flush()
+        _active, sys.stdout, sys.stderr = saved

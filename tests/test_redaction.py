@@ -1,0 +1,213 @@
+"""Redaction by provenance and the final scrub, on plain data (issue 8, item 5).
+
+The live test (tests/test_no_secret_leaks.py) proves no secret leaves any command; these pin the
+rules themselves, one by one."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from typing import Any
+
+import pytest
+import yaml
+
+from sync.fleet import fleet_from_doc
+from sync.litellm import parse_route
+from sync.plan import ABSENT, Plan, make_plan
+from sync.redaction import HIDDEN_UNSET, MISSING, hidden_reference, live_value, plan_json
+from sync.render import render
+from sync.report import plan_markdown, plan_text
+from sync.scrub import MASK, ScrubbedStream, Scrubber, session
+from sync.yamlmarks import parse_yaml
+
+MASTER = "sk-master-0123456789abcdef"
+REF = "os.environ/LITELLM_MASTER_KEY"
+
+
+@pytest.mark.parametrize(
+    ("live", "desired", "path", "shown"),
+    [
+        # A reference is shown as written; the value the proxy resolved it to never is.
+        (MASTER, REF, "litellm_params.organization", hidden_reference(REF)),
+        (REF, REF, "litellm_params.organization", REF),
+        ({"x": MASTER}, REF, "litellm_params.extra", hidden_reference(REF)),
+        # A live string fleet.yaml does not set may be a resolved reference: hidden.
+        ("anything", MISSING, "litellm_params.organization", HIDDEN_UNSET),
+        (ABSENT, "acme", "litellm_params.organization", ABSENT),
+        # Lists and mappings are walked, path by path.
+        (
+            {"tags": ["a", MASTER], "n": 3},
+            {"tags": ["a"], "n": 2},
+            "litellm_params.extra_body",
+            {"tags": ["a", HIDDEN_UNSET], "n": 3},
+        ),
+        (
+            {"H": [REF, MASTER]},
+            {"H": [REF, REF]},
+            "litellm_params.extra_headers",
+            {"H": [REF, hidden_reference(REF)]},
+        ),
+        # Literals fleet.yaml sets, numbers and booleans are shown; addresses lose user:pass@.
+        ("acme", "acme-new", "litellm_params.organization", "acme"),
+        (600.0, MISSING, "litellm_params.timeout", 600.0),
+        (True, MISSING, "model_info.supports_vision", True),
+        ("http://u:pw@h:1/v1", "http://h:1/v1", "litellm_params.api_base", "http://***@h:1/v1"),
+        ("http://u:pw@h:1/v1", MISSING, "litellm_params.api_base", "http://***@h:1/v1"),
+        ("fleet-a", MISSING, "model_info.fleet_sync_fleet", "fleet-a"),
+    ],
+)
+def test_live_value_rules(live: Any, desired: Any, path: str, shown: Any) -> None:
+    assert live_value(live, desired, path) == shown
+
+
+FLEET = """\
+version: 1
+fleet: f1
+owns: model_groups
+defaults: {api_key: os.environ/UPSTREAM_KEY}
+models:
+  m:
+    served_model: org/m
+    litellm_params: {organization: os.environ/LITELLM_MASTER_KEY, rpm: 5}
+    hosts: [{name: a, api_base: "http://10.0.0.1:8000/v1"}]
+"""
+
+
+def resolved_plan() -> Plan:
+    """Live: our route as LiteLLM lists it after resolving the reference, plus a hand-made
+    untagged route with credentials in its address and a plaintext header."""
+    fleet = fleet_from_doc(parse_yaml(FLEET, "fleet.yaml"), "fleet.yaml")
+    (desired,) = render(fleet)
+    ours = desired.deployment()
+    ours["litellm_params"].pop("api_key")
+    ours["litellm_params"]["organization"] = MASTER
+    ours["litellm_params"]["extra_body"] = {"tags": ["x", "hand-added-secret"]}
+    hand = {
+        "model_name": "m",
+        "litellm_params": {
+            "model": "hosted_vllm/org/m",
+            "api_base": "http://admin:hunter2-pw@10.0.0.9:8000/v1",
+            "organization": MASTER,
+            "extra_headers": [{"Authorization": "Bearer sk-in-a-list-123"}],
+        },
+        "model_info": {"id": "hand-1"},
+    }
+    live = [r for r in (parse_route(e) for e in (ours, hand)) if r]
+    return make_plan(fleet, [desired], live)
+
+
+SECRETS = (MASTER, "hunter2-pw", "hand-added-secret", "sk-in-a-list-123")
+
+
+def test_no_output_format_shows_a_live_secret() -> None:
+    plan = resolved_plan()
+    assert [c.action for c in plan.changes] == ["update", "delete"]
+    outputs = {
+        "text": plan_text(plan),
+        "markdown": plan_markdown(plan),
+        "json": json.dumps(plan_json(plan)),
+    }
+    for name, text in outputs.items():
+        for secret in SECRETS:
+            assert secret not in text, (name, secret)
+    assert "http://***@10.0.0.9:8000/v1" in outputs["text"]
+    assert f'(hidden: the proxy\'s value of {REF}) -> "{REF}"' in outputs["text"]
+    body = plan_json(plan)
+    update, delete = body["changes"]
+    assert update["after"]["litellm_params"]["organization"] == REF
+    assert update["before"]["litellm_params"]["organization"] == hidden_reference(REF)
+    assert update["before"]["litellm_params"]["extra_body"] == {"tags": [HIDDEN_UNSET] * 2}
+    assert delete["before"]["litellm_params"]["api_base"] == "http://***@10.0.0.9:8000/v1"
+    assert delete["before"]["model_name"] == "m"
+    assert body["hash"] == plan.hash  # the hash is the plan's, not the redacted view's
+
+
+def test_redaction_changes_only_what_it_must() -> None:
+    """Without secrets, the JSON plan is Plan.to_json() unchanged."""
+    fleet = fleet_from_doc(parse_yaml(FLEET, "fleet.yaml"), "fleet.yaml")
+    desired = render(fleet)
+    plan = make_plan(fleet, desired, [])
+    assert plan_json(plan) == plan.to_json()
+
+
+# -- the final scrub ---------------------------------------------------------------------------
+
+
+def test_scrub_masks_secrets_their_json_form_and_userinfo() -> None:
+    quoted = 'pa"ss\\word-1'  # JSON output escapes it: pa\"ss\\\\word-1
+    scrub = Scrubber([MASTER, quoted, None, ""])
+    as_json = json.dumps({"v": quoted})
+    assert quoted not in as_json
+    text = f"key {MASTER} json {as_json} at https://u:p@h/x"
+    assert scrub(text) == f'key {MASK} json {{"v": "{MASK}"}} at https://{MASK}@h/x'
+    assert scrub.value({"a": [MASTER, 1], MASTER: None}) == {"a": [MASK, 1], MASK: None}
+
+
+def test_scrub_ignores_values_too_short_to_be_secrets() -> None:
+    scrub = Scrubber(["8000", "true", " " * 10])
+    assert scrub("http://h:8000/v1 true") == "http://h:8000/v1 true"
+
+
+def test_scrub_reads_the_references_of_a_fleet_file() -> None:
+    scrub = Scrubber()
+    environ = {"UPSTREAM_KEY": "upstream-secret-1", "LITELLM_MASTER_KEY": MASTER, "X": "unused"}
+    scrub.remember_references(yaml.safe_dump(yaml.safe_load(FLEET)), environ)
+    assert scrub(f"upstream-secret-1 {MASTER} unused") == f"{MASK} {MASK} unused"
+
+
+def test_scrubbed_stream_finds_a_secret_split_over_writes() -> None:
+    inner = io.StringIO()
+    stream = ScrubbedStream(inner, Scrubber([MASTER]))
+    stream.write("first " + MASTER[:5])
+    stream.write(MASTER[5:] + " rest\nlast " + MASTER)
+    assert inner.getvalue() == f"first {MASK} rest\n"
+    stream.flush()
+    assert inner.getvalue() == f"first {MASK} rest\nlast {MASK}"
+    with pytest.raises(TypeError):
+        stream.write(b"bytes")  # type: ignore[arg-type]
+
+
+def test_session_scrubs_stdout_and_stderr_then_restores_them(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before = sys.stdout, sys.stderr
+    with session({"GITHUB_TOKEN": "ghs_token_0123456789"}) as scrub:
+        scrub.remember("another-secret-99")
+        print("token ghs_token_0123456789")
+        print("other another-secret-99", file=sys.stderr)
+    assert (sys.stdout, sys.stderr) == before
+    captured = capsys.readouterr()
+    assert captured.out == f"token {MASK}\n"
+    assert captured.err == f"other {MASK}\n"
+
+
+def test_a_replaced_route_is_judged_against_its_replacement() -> None:
+    """An untagged route replaced by a tagged copy shows what the copy sets literally (review
+    sees the parameters are the same) and hides what the copy takes from a reference."""
+    fleet = fleet_from_doc(parse_yaml(FLEET, "fleet.yaml"), "fleet.yaml")
+    (desired,) = render(fleet)
+    untagged = {
+        "model_name": "m",
+        "litellm_params": {
+            "model": "hosted_vllm/org/m",
+            "api_base": "http://10.0.0.1:8000/v1",
+            "organization": MASTER,
+            "rpm": 5,
+            "region": "eu-hand-set",
+        },
+        "model_info": {"id": "portal-1"},
+    }
+    route = parse_route(untagged)
+    assert route is not None
+    plan = make_plan(fleet, [desired], [route])
+    delete = plan_json(plan)["changes"][1]
+    assert delete["replaced_by"] == desired.id
+    assert delete["before"]["litellm_params"] == {
+        "api_base": "http://10.0.0.1:8000/v1",
+        "model": "hosted_vllm/org/m",
+        "organization": hidden_reference(REF),
+        "region": HIDDEN_UNSET,
+        "rpm": 5,
+    }
