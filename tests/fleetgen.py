@@ -16,13 +16,16 @@ from typing import Any
 from hypothesis import strategies as st
 
 from sync.fleet import Fleet, fleet_from_doc
-from sync.render import TAG_DIGEST, TAG_FLEET, TAG_HOST, Route, render, route_id
+from sync.plan import Plan, make_plan
+from sync.render import TAG_DIGEST, TAG_FLEET, TAG_HOST, TAG_SOURCE, Route, render, route_id
 from sync.yamlmarks import Marks, YamlDoc
 
 from .memproxy import MemProxy
 
 FLEET = "f1"
 OTHER_FLEET = "f2"
+SOURCE = "org/fleet-a"
+OTHER_SOURCE = "org/fleet-b"  # another repository that copied `fleet: f1`
 MODELS = ("m1", "m2", "m3", "m4")
 FOREIGN_MODELS = ("x1", "x2")  # never declared by the fleet under test
 HOSTS = ("a", "b", "c", "d")
@@ -104,6 +107,9 @@ def hosts(draw: Draw) -> list[dict[str, Any]]:
 def fleet_docs(draw: Draw) -> dict[str, Any]:
     """fleet.yaml as data: 0-4 models of 0-4 hosts, parameters at every level."""
     doc: dict[str, Any] = {"version": 1, "fleet": FLEET}
+    source = draw(st.sampled_from([None, SOURCE, SOURCE.upper()]))
+    if source:
+        doc["source"] = source
     if draw(st.booleans()):
         doc["owns"] = draw(st.sampled_from(["tagged", "model_groups"]))
     defaults = draw(level())
@@ -134,20 +140,36 @@ class World:
     fleet: Fleet
     desired: tuple[Route, ...]
     proxy: MemProxy
+    take_over: bool  # apply --take-over
     notes: tuple[str, ...]  # what the generator put on the proxy (shown when a property fails)
 
-    def live(self) -> list[Route]:
+    def listed(self) -> list[Route]:
         return self.proxy.listing()
 
+    def unlisted(self, listed: list[Route]) -> list[Route]:
+        """Stored rows the router does not list, of the groups sync.cli_common.read_live asks."""
+        groups = self.fleet.model_names | {r.model_name for r in listed if r.fleet == FLEET}
+        return self.proxy.stored_unlisted(groups)
+
+    def plan(self, shuffle: Callable[[list[Route]], None] | None = None) -> Plan:
+        listed = self.listed()
+        unlisted = self.unlisted(listed)
+        if shuffle:
+            shuffle(listed)
+            shuffle(unlisted)
+        return make_plan(self.fleet, self.desired, listed, unlisted, self.take_over)
+
     def __repr__(self) -> str:  # what a failing example prints: enough to write it as a case
-        return f"World(fleet.yaml={self.doc!r}, live={list(self.notes)!r})"
+        return (
+            f"World(fleet.yaml={self.doc!r}, take_over={self.take_over}, live={list(self.notes)!r})"
+        )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # hypothesis prints with this
         printer.text(repr(self))
 
 
 def untagged(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if k not in (TAG_FLEET, TAG_HOST, TAG_DIGEST)}
+    return {k: v for k, v in info.items() if not k.startswith("fleet_sync_")}
 
 
 def portal_route(rid: str, model: str, address: str) -> dict[str, Any]:
@@ -159,18 +181,49 @@ def portal_route(rid: str, model: str, address: str) -> dict[str, Any]:
     }
 
 
+# What an older fleet.yaml set for a host that this one no longer sets (or sets otherwise): the
+# route fleet-sync wrote then is what the proxy holds now.
+OLDER = {
+    "param_added": ("litellm_params", {"max_parallel_requests": 4}),
+    "header_added": ("litellm_params", {"extra_headers": {"X-Team": "red", "X-Old": "1"}}),
+    "secret_header_added": ("litellm_params", {"extra_headers": {"X-Api-Key": "os.environ/OLD"}}),
+    "reference_added": ("litellm_params", {"organization": "os.environ/OLD_ORG"}),
+    "info_added": ("model_info", {"team": "old", "max_input_tokens": 4096}),
+    "api_key_other": ("api_key", "os.environ/OLD_KEY"),
+    "address_other": ("api_base", "http://10.0.0.9:8000/v1"),
+}
+
+
+def older_route(doc: dict[str, Any], route: Route, older: str) -> Route:
+    """The route an older fleet.yaml rendered for this host: this one with one host-level
+    setting more (or other), rendered by fleet-sync itself (tags included)."""
+    where, value = OLDER[older]
+    earlier = copy.deepcopy(doc)
+    host = next(h for h in earlier["models"][route.model_name]["hosts"] if h["name"] == route.host)
+    if isinstance(value, dict):
+        host[where] = {**host.get(where, {}), **value}
+    else:
+        host[where] = value
+    return next(r for r in render(load(earlier)) if r.id == route.id)
+
+
 # What happens to a route fleet.yaml renders, on the live proxy.
 FATES = (
     "absent",
     "matching",
     "drifted",
     "stale_digest",
+    "written_by_older_yaml",
+    "stored_not_listed",
     "tags_lost",
+    "no_source_tag",
+    "held_by_same_fleet_other_source",
     "held_by_other_fleet",
     "held_untagged_elsewhere",
     "held_by_config",
 )
 DRIFTS = ("address", "param_changed", "param_added", "param_missing", "info_changed", "renamed")
+Put = Callable[..., None]
 
 
 @st.composite
@@ -182,44 +235,74 @@ def worlds(draw: Draw, fleet_doc: st.SearchStrategy[dict[str, Any]] | None = Non
     notes: list[str] = []
     taken: set[str] = set()
 
-    def put(deployment: dict[str, Any], note: str, config: bool = False) -> None:
+    def put(deployment: dict[str, Any], note: str, how: str = "db") -> None:
+        """Onto the proxy: a database route (db), one its router does not list (unlisted), or
+        one from its config file (config). An id already there is skipped."""
         rid = deployment["model_info"]["id"]
         if rid in taken:
             return
         taken.add(rid)
-        (proxy.add_config_route if config else proxy.create)(deployment)
-        notes.append(f"{rid}: {note}")
+        add = {"db": proxy.create, "unlisted": proxy.add_unlisted_route}
+        add.get(how, proxy.add_config_route)(deployment)
+        notes.append(f"{rid}: {note}" + ("" if how == "db" else f" ({how})"))
 
     for route in desired:
-        fate = draw(st.sampled_from(FATES))
-        deployment = route.deployment()
-        if fate == "absent":
-            continue
-        if fate in ("matching", "stale_digest", "drifted"):
-            if fate == "stale_digest":
-                deployment["model_info"][TAG_DIGEST] = "0000000000000000"
-            if fate == "drifted":
-                drift = draw(st.sampled_from(DRIFTS))
-                fate = f"drifted ({drift})"
-                _drift(draw, deployment, drift)
-            put(deployment, fate)
-        elif fate == "tags_lost":
-            deployment["model_info"] = untagged(deployment["model_info"])
-            put(deployment, fate)
-        elif fate == "held_by_other_fleet":
-            model = draw(st.sampled_from([route.model_name, *FOREIGN_MODELS]))
-            deployment["model_name"] = model
-            deployment["model_info"][TAG_FLEET] = OTHER_FLEET
-            put(deployment, f"{fate} in {model}")
-        elif fate == "held_untagged_elsewhere":
-            model = draw(st.sampled_from(elsewhere(route.model_name)))
-            put(portal_route(route.id, model, draw(st.sampled_from(ADDRESSES))), f"{fate} {model}")
-        else:
-            model = draw(st.sampled_from([route.model_name, *FOREIGN_MODELS]))
-            put(portal_route(route.id, model, draw(st.sampled_from(ADDRESSES))), fate, config=True)
+        _place(draw, put, doc, route)
+    _place_others(draw, put)
+    return World(doc, fleet, desired, proxy, draw(st.booleans()), tuple(notes))
 
-    # Routes this fleet tagged for hosts it no longer renders (drained, removed, renamed).
-    # Sometimes many: the prune-percentage rule starts at 10 owned routes.
+
+def _place(draw: Draw, put: Put, doc: dict[str, Any], route: Route) -> None:
+    """A route fleet.yaml renders, as the live proxy holds it (or not)."""
+    fate = draw(st.sampled_from(FATES))
+    deployment = route.deployment()
+    info = deployment["model_info"]
+    if fate == "absent":
+        return
+    if fate in ("matching", "stale_digest", "stored_not_listed"):
+        if fate == "stale_digest":
+            info[TAG_DIGEST] = "0000000000000000"
+        put(deployment, fate, "unlisted" if fate == "stored_not_listed" else "db")
+    elif fate == "drifted":
+        drift = draw(st.sampled_from(DRIFTS))
+        _drift(draw, deployment, drift)
+        put(deployment, f"{fate} ({drift})")
+    elif fate == "written_by_older_yaml":
+        older = draw(st.sampled_from(sorted(OLDER)))
+        put(older_route(doc, route, older).deployment(), f"{fate} ({older})")
+    elif fate == "tags_lost":
+        deployment["model_info"] = untagged(info)
+        put(deployment, fate)
+    elif fate == "no_source_tag":  # written before fleet_sync_source existed
+        info.pop(TAG_SOURCE, None)
+        put(deployment, fate)
+    elif fate == "held_by_same_fleet_other_source":  # another team copied fleet: f1
+        info[TAG_SOURCE] = OTHER_SOURCE
+        put(deployment, fate)
+    else:
+        kind = fate.removeprefix("held_by_").removeprefix("held_")
+        _hold(draw, put, route.id, route.model_name, kind)
+
+
+def _hold(draw: Draw, put: Put, rid: str, model: str, kind: str) -> None:
+    """A route this fleet does not own holding one of its ids: another fleet's, an untagged
+    one in another model group, or a config-file route; in this model group or another."""
+    if kind == "untagged_elsewhere" or draw(st.booleans()):
+        model = draw(st.sampled_from(elsewhere(model)))
+    deployment = portal_route(rid, model, draw(st.sampled_from(ADDRESSES)))
+    if kind == "other_fleet":
+        deployment["model_info"].update({TAG_FLEET: OTHER_FLEET, TAG_HOST: "a"})
+    put(
+        deployment,
+        f"this fleet's id held by {kind} in {model}",
+        "config" if kind == "config" else "db",
+    )
+
+
+def _place_others(draw: Draw, put: Put) -> None:
+    # Routes tagged with this fleet's name for hosts it no longer renders (drained, removed),
+    # from this source, no source or another one. Sometimes many: the prune-percentage rule
+    # starts at 10 owned routes.
     pairs = st.tuples(st.sampled_from(MODELS), st.sampled_from(HOSTS))
     crowded = draw(st.integers(0, 3)) == 0
     for model, host in draw(
@@ -228,19 +311,23 @@ def worlds(draw: Draw, fleet_doc: st.SearchStrategy[dict[str, Any]] | None = Non
         rid = route_id(FLEET, model, host)
         deployment = portal_route(rid, model, ADDRESSES[0])
         deployment["model_info"].update({TAG_FLEET: FLEET, TAG_HOST: host, TAG_DIGEST: "0" * 16})
-        put(deployment, "tagged, not rendered")
+        source = draw(st.sampled_from([None, None, SOURCE, OTHER_SOURCE]))
+        if source:
+            deployment["model_info"][TAG_SOURCE] = source
+        how = draw(st.sampled_from(["db", "db", "db", "unlisted"]))
+        put(deployment, f"tagged {FLEET} (source {source}), not rendered", how)
     # Other fleets', untagged and config-file routes, in and outside this fleet's model groups.
     others = st.tuples(
-        st.sampled_from(["other_fleet", "untagged", "config"]),
+        st.sampled_from(["other_fleet", "untagged", "config", "unlisted_other_fleet"]),
         st.sampled_from((*MODELS, *FOREIGN_MODELS)),
         st.sampled_from(ADDRESSES),
     )
     for index, (kind, model, address) in enumerate(draw(st.lists(others, max_size=6))):
         deployment = portal_route(f"{kind}-{index}", model, address)
-        if kind == "other_fleet":
+        if kind.endswith("other_fleet"):
             deployment["model_info"].update({TAG_FLEET: OTHER_FLEET, TAG_HOST: "a"})
-        put(deployment, f"{kind} in {model}", config=kind == "config")
-    return World(doc, fleet, desired, proxy, tuple(notes))
+        how = {"config": "config", "unlisted_other_fleet": "unlisted"}.get(kind, "db")
+        put(deployment, f"{kind} in {model}", how)
 
 
 def _drift(draw: Draw, deployment: dict[str, Any], drift: str) -> None:

@@ -13,7 +13,7 @@ the writes never fail, and only what changes a compared value is modelled:
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +60,9 @@ class Row:
     litellm_params: dict[str, Any]
     model_info: dict[str, Any]
     db_model: bool = True  # False: from the proxy's config file; the admin API cannot edit it
+    # False: stored in the database, but the router did not load it (a write it answered with
+    # "saved to the database, but ... not live"); a later write of the row loads it again.
+    listed: bool = True
 
 
 def _coerce(key: str, value: Any) -> Any:
@@ -129,11 +132,17 @@ class MemProxy:
         row.litellm_params.update(stored(deployment.get("litellm_params") or {}))
         row.model_info.update(stored(deployment.get("model_info") or {}))
         row.model_info["id"] = route_id
+        row.listed = True
         return {"litellm_params": dict(row.litellm_params), "model_info": dict(row.model_info)}
 
     def delete(self, route_id: str) -> None:
         self._editable(route_id)
         del self.rows[route_id]
+
+    def add_unlisted_route(self, deployment: Mapping[str, Any]) -> None:
+        """A row LiteLLM stored but its router does not list."""
+        self.create(deployment)
+        self.rows[deployment["model_info"]["id"]].listed = False
 
     def add_config_route(self, deployment: Mapping[str, Any]) -> None:
         """A route from the proxy's config.yaml (model_info.db_model: false on read)."""
@@ -149,7 +158,19 @@ class MemProxy:
     # -- GET /v2/model/info -----------------------------------------------------------------
 
     def listing(self) -> list[Route]:
-        routes = [parse_route(self._entry(rid, row)) for rid, row in self.rows.items()]
+        """What the router lists (all pages of /v2/model/info)."""
+        return self._routes(rid for rid, row in self.rows.items() if row.listed)
+
+    def stored_unlisted(self, model_names: Iterable[str]) -> list[Route]:
+        """The rows of these model groups the router does not list, as LiteLLM's search shows
+        them (sync.litellm.LiteLLMClient.list_stored)."""
+        groups = set(model_names)
+        return self._routes(
+            rid for rid, row in self.rows.items() if not row.listed and row.model_name in groups
+        )
+
+    def _routes(self, ids: Iterable[str]) -> list[Route]:
+        routes = [parse_route(self._entry(rid, self.rows[rid])) for rid in ids]
         return [r for r in routes if r is not None]
 
     def _entry(self, route_id: str, row: Row) -> dict[str, Any]:

@@ -14,71 +14,88 @@ from typing import Any
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from sync.fleet import Fleet
-from sync.plan import Create, Delete, Plan, make_plan
-from sync.render import Route, canonical_json, render
+from sync.ownership import same_source
+from sync.plan import Create, Delete, Plan
+from sync.render import Route, canonical_json
 from sync.safety import MIN_OWNED_FOR_PERCENT, refusals
 
 from .fleetgen import World, worlds
 from .memproxy import apply, stored
 
 
-def owned_by_rule(route: Route, fleet: Fleet, desired: dict[str, Route]) -> bool:
-    """Ownership as DESIGN.md and issue 8 state it, written apart from sync/ownership.py."""
+def owned_by_rule(route: Route, world: World) -> bool:
+    """Ownership as DESIGN.md and issue 8 state it, written apart from sync/ownership.py: never
+    a config-file route; a route tagged with this fleet's name from this source (or none, or
+    any under --take-over); an untagged route holding one of the fleet's ids in the model group
+    that id is rendered for; an untagged route of a declared model under owns: model_groups."""
+    fleet = world.fleet
     if not route.db_model:
-        return False  # config-file route
+        return False
     if route.fleet is not None:
-        return route.fleet == fleet.name
-    wanted = desired.get(route.id)
-    if wanted is not None:  # our id with the tags lost: ours only in the model group it serves
+        return route.fleet == fleet.name and (
+            world.take_over or same_source(route.source, fleet.source)
+        )
+    wanted = next((r for r in world.desired if r.id == route.id), None)
+    if wanted is not None:
         return route.model_name == wanted.model_name
     return fleet.owns == "model_groups" and route.model_name in fleet.model_names
 
 
-def plan_of(world: World, live: list[Route] | None = None) -> Plan:
-    return make_plan(world.fleet, world.desired, world.live() if live is None else live)
+def read(world: World) -> dict[str, Route]:
+    """Every route the plan reads, by id: listed, and stored-but-not-listed of its groups."""
+    listed = world.listed()
+    return {r.id: r for r in [*listed, *world.unlisted(listed)]}
+
+
+def conflicts_by_rule(world: World) -> set[str]:
+    """Desired ids held by a route the fleet does not own."""
+    live = read(world)
+    return {r.id for r in world.desired if r.id in live and not owned_by_rule(live[r.id], world)}
 
 
 def explain(world: World, plan: Plan) -> str:
-    lines = [json.dumps(world.doc, sort_keys=True), *world.notes]
-    lines += [f"{c.action} {c.id}" for c in plan.changes]
-    return "\n".join(lines)
+    lines = [repr(world), *(f"{c.action} {c.id}" for c in plan.changes)]
+    return "\n".join(lines + [f"conflict {c.id}" for c in plan.conflicts])
 
 
 @given(worlds())
 def test_a_plan_touches_only_routes_the_fleet_owns(world: World) -> None:
-    live = {r.id: r for r in world.live()}
-    desired = {r.id: r for r in world.desired}
-    plan = plan_of(world)
+    live = read(world)
+    plan = world.plan()
     for change in plan.changes:
         if isinstance(change, Create):
             assert change.id not in live, f"creates over a live route\n{explain(world, plan)}"
         else:
-            assert owned_by_rule(live[change.id], world.fleet, desired), (
+            assert owned_by_rule(live[change.id], world), (
                 f"{change.action} of {change.id}, not the fleet's\n{explain(world, plan)}"
             )
+    assert {c.id for c in plan.conflicts} == conflicts_by_rule(world), explain(world, plan)
+    event(f"conflicts: {len(plan.conflicts)}")
     event(f"deletes: {len(plan.of('delete'))}")
 
 
 @given(worlds())
 def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World) -> None:
-    desired = {r.id: r for r in world.desired}
+    """Applied as with --force (conflicts and refusals aside): the next plan has no change, the
+    same conflicts, nobody else's route moved, and every host whose id is free is stored as
+    rendered (nothing stale kept: a removed key, an old api_key reference)."""
     before = copy.deepcopy(world.proxy)
-    foreign = {r.id for r in world.live() if not owned_by_rule(r, world.fleet, desired)}
-    plan = plan_of(world)
+    foreign = {rid for rid, r in read(world).items() if not owned_by_rule(r, world)}
+    foreign |= {rid for rid, row in before.rows.items() if not row.db_model}
+    plan = world.plan()
     apply(world.proxy, plan)
-    again = plan_of(world)
+    again = world.plan()
     assert not again.changes, f"not converged: {[c.id for c in again.changes]}\n" + explain(
         world, plan
     )
-    # Nobody else's route moved, and every route the fleet may hold is stored as rendered.
+    assert again.conflicts == plan.conflicts
     for rid in foreign:
-        assert world.proxy.rows[rid] == before.rows[rid]
-    for rid, route in desired.items():
-        if rid in foreign:
+        assert world.proxy.rows[rid] == before.rows[rid], f"{rid} moved\n{explain(world, plan)}"
+    for route in world.desired:
+        if route.id in foreign:
             continue
-        row = world.proxy.rows[rid]
-        assert row.model_name == route.model_name
+        row = world.proxy.rows[route.id]
+        assert row.listed and row.model_name == route.model_name, explain(world, plan)
         assert row.litellm_params == stored(route.litellm_params), explain(world, plan)
         assert row.model_info == stored(route.model_info), explain(world, plan)
     event("converged from changes" if plan.changes else "already in sync")
@@ -86,24 +103,24 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
 
 @given(worlds(), st.randoms(use_true_random=False))
 def test_plans_are_deterministic(world: World, rng: random.Random) -> None:
-    live = world.live()
-    first = plan_of(world, live)
-    shuffled = list(live)
-    rng.shuffle(shuffled)
-    again = make_plan(world.fleet, render(world.fleet), shuffled)
+    first = world.plan()
+    again = world.plan(shuffle=rng.shuffle)
     assert again.to_json() == first.to_json()
     assert again.hash == first.hash
 
 
 def hash_of(body: dict[str, Any]) -> str:
-    """The plan hash as DESIGN.md defines it: sha256 over the canonical JSON of its changes."""
+    """The plan hash as DESIGN.md defines it: sha256 over the canonical JSON of what the plan
+    changes (and the conflicts it leaves)."""
     content = {"fleet": body["fleet"], "changes": body["changes"]}
+    if body["conflicts"]:
+        content["conflicts"] = body["conflicts"]
     return "sha256:" + hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
 @given(worlds())
 def test_the_json_plan_round_trips_with_its_hash(world: World) -> None:
-    body = plan_of(world).to_json()
+    body = world.plan().to_json()
     loaded = json.loads(json.dumps(body))
     assert loaded == body
     assert hash_of(loaded) == loaded["hash"]
@@ -111,14 +128,17 @@ def test_the_json_plan_round_trips_with_its_hash(world: World) -> None:
 
 @given(worlds())
 def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
-    live = world.live()
-    desired = {r.id: r for r in world.desired}
-    plan = plan_of(world, live)
-    owned = [r for r in live if owned_by_rule(r, world.fleet, desired)]
+    """Refused exactly when a rule says so: nothing renders and the plan prunes; it prunes more
+    than max_prune_percent of >= 10 owned routes; it prunes a serving route of a declared model
+    that then serves nothing; or a desired id is held by a route the fleet does not own."""
+    live = read(world)
+    plan = world.plan()
+    owned = [r for r in live.values() if owned_by_rule(r, world)]
     prunes = [c for c in plan.changes if isinstance(c, Delete) and c.replaced_by is None]
     after = copy.deepcopy(world.proxy)
     apply(after, plan)
     serving = {r.model_name for r in after.listing()}
+    listed = {r.id for r in world.listed()}
     expected = []
     if prunes and not world.desired:
         expected.append("renders no routes")
@@ -128,10 +148,15 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     ):
         expected.append("max_prune_percent")
     for model in sorted(world.fleet.model_names - serving):
-        if any(c.model_name == model for c in prunes):
+        if any(c.model_name == model and c.id in listed for c in prunes):
             expected.append(f"model {model} would be left with no routes")
+    expected += [f"id {rid} is held" for rid in sorted(conflicts_by_rule(world))]
     got = refusals(plan, world.fleet.max_prune_percent)
-    assert len(got) == len(expected), f"{got} != {expected}\n{explain(world, plan)}"
-    for reason, wanted in zip(got, expected, strict=True):
-        assert wanted in reason and "--force" in reason
+    unmatched = list(got)
+    for wanted in expected:
+        reason = next((r for r in unmatched if wanted in r), None)
+        assert reason is not None, f"no refusal says {wanted!r}: {got}\n{explain(world, plan)}"
+        assert "--force" in reason
+        unmatched.remove(reason)
+    assert not unmatched, f"refused for no rule: {unmatched}\n{explain(world, plan)}"
     event(f"refusals: {', '.join(e.split(' would')[0] for e in expected) or 'none'}")
