@@ -159,4 +159,5 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
         assert "--force" in reason
         unmatched.remove(reason)
     assert not unmatched, f"refused for no rule: {unmatched}\n{explain(world, plan)}"
-    event(f"refusals: {', '.join(e.split(' would')[0] for e in expected) or 'none'}")
+    rules = sorted({e.split(" would")[0].split(" is held")[0].split(" f1-")[0] for e in expected})
+    event(f"refusals: {', '.join(rules) or 'none'}")
