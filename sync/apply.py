@@ -18,6 +18,7 @@ from typing import Literal
 from .litellm import ErrorKind, LiteLLMClient, ProxyError
 from .plan import Change, Create, Delete, Plan, Update, diff
 from .render import Route
+from .versions import LiteLLMRelease
 
 Status = Literal["done", "failed", "unconfirmed", "skipped"]
 WRITE_ATTEMPTS = 3
@@ -90,8 +91,11 @@ def apply_plan(
 ) -> Result:
     written: list[_Written] = []
     blocked: dict[str, str] = {}  # model group -> why its deletes must not run
+    # Where PATCH honours litellm_params_to_remove a removed key goes in place; elsewhere the
+    # route is re-created (also the fallback when the version could not be read).
+    in_place = LiteLLMRelease(plan.litellm_version).removes_params_in_place
     for stage in ("create", "update"):
-        results = _run_stage(list(plan.of(stage)), client, concurrency, written)
+        results = _run_stage(list(plan.of(stage)), client, concurrency, written, in_place)
         written += results
         for w in results:
             # A group whose create/update failed or stayed ambiguous keeps its old routes.
@@ -113,7 +117,7 @@ def apply_plan(
         for c in plan.of("delete")
         if c.model_name in blocked
     ]
-    written += _run_stage(todo, client, concurrency, written)
+    written += _run_stage(todo, client, concurrency, written, in_place)
     reader.wait([w for w in written if w.ok])
     outcomes = reader.outcomes(written)
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
@@ -121,12 +125,16 @@ def apply_plan(
 
 
 def _run_stage(
-    todo: list[Change], client: LiteLLMClient, concurrency: int, done_so_far: list[_Written]
+    todo: list[Change],
+    client: LiteLLMClient,
+    concurrency: int,
+    done_so_far: list[_Written],
+    in_place: bool,
 ) -> list[_Written]:
     if not todo:
         return []
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = [pool.submit(_write, change, client) for change in todo]
+        futures = [pool.submit(_write, change, client, in_place) for change in todo]
         results: list[_Written] = []
         fatal: ProxyError | None = None
         for change, future in zip(todo, futures, strict=True):
@@ -151,12 +159,12 @@ class _NotServed(Exception):
     """LiteLLM answered that it stored the route, and its router does not list it."""
 
 
-def _write(change: Change, client: LiteLLMClient) -> _Written:
+def _write(change: Change, client: LiteLLMClient, in_place: bool) -> _Written:
     try:
         if isinstance(change, Create):
             return _Written(change, "written", _create(change.route, client))
         if isinstance(change, Update):
-            return _Written(change, "written", _update(change, client))
+            return _Written(change, "written", _update(change, client, in_place))
         return _Written(change, "written", _delete(change, client))
     except _Ambiguous as exc:
         return _Written(change, "ambiguous", str(exc))
@@ -215,12 +223,14 @@ def _create(route: Route, client: LiteLLMClient) -> str:
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
-def _update(change: Update, client: LiteLLMClient) -> str:
+def _update(change: Update, client: LiteLLMClient, in_place: bool) -> str:
     route = change.route
     remove = change.removed_params
     for _ in range(WRITE_ATTEMPTS):
         try:
-            stored = client.update(route, remove)
+            # litellm_params_to_remove only where it is honoured (1.109+); older releases
+            # ignore it, and the stored row tells below whether a re-create is needed.
+            stored = client.update(route, remove if in_place else ())
         except ProxyError as exc:
             if exc.kind is ErrorKind.NOT_FOUND:
                 client.create(route)  # deleted by someone since the plan: put it back
@@ -235,13 +245,13 @@ def _update(change: Update, client: LiteLLMClient) -> str:
             continue  # PATCH carries the full desired state, so sending it again is safe
         kept = [k for k in remove if k in (stored.get("litellm_params") or {})]
         if kept:
-            # LiteLLM 1.108 ignores litellm_params_to_remove; only a re-create drops keys.
+            # LiteLLM up to 1.108 merges on PATCH; only a re-create drops keys.
             client.delete(route.id)
             client.create(route)
             return (
                 f"re-created to remove {', '.join(kept)} (this LiteLLM cannot remove keys in place)"
             )
-        return "updated"
+        return f"updated; removed {', '.join(remove)} in place" if remove else "updated"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 

@@ -22,6 +22,7 @@ from .plan import Plan, make_plan
 from .problems import FleetError
 from .render import Route, render
 from .report import problems_text
+from .versions import LiteLLMRelease
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 # LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
@@ -197,9 +198,12 @@ class LiveState:
 
     listed: Sequence[Route]
     unlisted: Sequence[Route]
+    litellm_version: str | None = None  # what the pod taking the writes reports
 
     def plan(self, fleet: Fleet, take_over: bool) -> Plan:
-        return make_plan(fleet, render(fleet), self.listed, self.unlisted, take_over)
+        return make_plan(
+            fleet, render(fleet), self.listed, self.unlisted, take_over, self.litellm_version
+        )
 
 
 def read_routes(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
@@ -210,6 +214,23 @@ def read_routes(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) 
         return client.list_agreed(settle_timeout)
     except ProxyError as exc:
         fail(str(exc))
+
+
+def read_release(client: LiteLLMClient) -> LiteLLMRelease:
+    """The LiteLLM the proxy runs: the pod that takes the writes decides what apply can do.
+    A version outside the tested range is a warning, never a refusal."""
+    versions = {url: client.read_version(url) for url in client.urls}
+    release = LiteLLMRelease(versions[client.write_url])
+    if warning := release.warning():
+        click.echo(f"warning: {warning}", err=True)
+    if len(set(versions.values())) > 1:
+        listed = ", ".join(f"{url}: {v or 'unknown'}" for url, v in versions.items())
+        click.echo(
+            f"warning: the proxy pods run different LiteLLM versions ({listed}); apply follows "
+            f"{client.write_url}, which takes the writes",
+            err=True,
+        )
+    return release
 
 
 def read_live(
@@ -233,7 +254,7 @@ def read_live(
         unlisted = [r for r in client.list_stored(sorted(groups)) if r.id not in ids]
     except ProxyError as exc:
         fail(str(exc))
-    return LiveState(listed, unlisted)
+    return LiveState(listed, unlisted, read_release(client).version)
 
 
 def current_plan(

@@ -1,9 +1,8 @@
-"""LiteLLM admin API client: paged listing, create, patch, delete; error classes; retries."""
+"""LiteLLM admin API client: paged listing, create, patch, delete; retries. What its answers mean
+is in litellm_errors.py."""
 
 from __future__ import annotations
 
-import enum
-import json
 import queue
 import random
 import threading
@@ -18,6 +17,10 @@ import httpx
 from .access import CHANGED_BY_HEADER, READ_ONLY, changed_by
 from .answers import listing_page, parse_json, printable
 from .credentials import strip_userinfo
+from .litellm_errors import ErrorKind as ErrorKind
+from .litellm_errors import ProxyError as ProxyError
+from .litellm_errors import classify as classify
+from .litellm_errors import error_message as error_message
 from .render import Route, canonical_json
 
 PAGE_SIZE = 200
@@ -25,16 +28,6 @@ PAGE_SIZE = 200
 # 16 MiB leaves room for large model_info while a hostile or broken proxy cannot exhaust memory.
 MAX_BODY_BYTES = 16 * 2**20
 MAX_GROUP_PAGES = 500  # a model group of 100,000 routes; past that the answer is not believed
-
-
-class ErrorKind(enum.Enum):
-    TRANSIENT = "transient"  # connect error, timeout on read, 429, 502/503/504: retry
-    MAYBE_COMMITTED = "maybe committed"  # a write answered 500 / timed out: read back first
-    NOT_FOUND = "not found"
-    CLIENT = "client error"  # other 4xx: this change fails, others go on
-    AUTH = "auth"  # 401/403: nothing will work
-    NO_DATABASE = "no database"
-    BAD_RESPONSE = "bad response"  # unparsable or inconsistent answer
 
 
 class AnswerLate(Exception):
@@ -53,48 +46,6 @@ class Answer:
     @property
     def text(self) -> str:
         return self.body.decode("utf-8", errors="replace")
-
-
-class ProxyError(Exception):
-    def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
-
-
-def error_message(body: str) -> str:
-    """LiteLLM's error text from {"error": {"message": ...}} or {"detail": ...}, else the body;
-    short, printable (a hostile answer cannot drive the terminal) and never a traceback."""
-    try:
-        data = parse_json(body.encode("utf-8", errors="replace"))
-    except ValueError:
-        return printable(body.strip()[:300])
-    if isinstance(data, dict):
-        error = data.get("error", data.get("detail"))
-        if isinstance(error, dict):
-            error = error.get("message", error.get("error", error))
-        if error is not None:
-            text = error if isinstance(error, str) else json.dumps(error, ensure_ascii=False)
-            return printable(text[:300])
-    return printable(body.strip()[:300])
-
-
-def classify(status: int, body: str, write: bool) -> ErrorKind:
-    """Error class of an HTTP answer (pure, so it is tested on plain data)."""
-    text = error_message(body).lower()
-    if status in (401, 403):
-        return ErrorKind.AUTH
-    if "no db connected" in text or "db not connected" in text or "database not connected" in text:
-        return ErrorKind.NO_DATABASE
-    if status == 404 or (400 <= status < 500 and "not found" in text):
-        return ErrorKind.NOT_FOUND
-    if status in (408, 429, 502, 503, 504):
-        return ErrorKind.TRANSIENT
-    if status >= 500:
-        # A 500 after a write may mean the row was written ("saved to the database, but ...")
-        # or that the id already exists ("Failed to add model to db"): read back, never guess.
-        return ErrorKind.MAYBE_COMMITTED if write else ErrorKind.TRANSIENT
-    return ErrorKind.CLIENT
 
 
 @dataclass(frozen=True)
@@ -265,6 +216,14 @@ class LiteLLMClient:
                 raise ProxyError(
                     ErrorKind.TRANSIENT, f"proxy unreachable at {strip_userinfo(url)}: {exc}"
                 ) from None
+            if exc.kind is ErrorKind.NO_DATABASE:
+                raise ProxyError(
+                    ErrorKind.NO_DATABASE,
+                    f"the proxy at {strip_userinfo(url)} cannot reach its database ({exc}); its "
+                    "route listing would be stale and no write would stick: fix the database, "
+                    "then run again",
+                    exc.status,
+                ) from None
             raise
         db = data.get("db") if isinstance(data, dict) else None
         if db != "connected":
@@ -274,6 +233,21 @@ class LiteLLMClient:
                 f"{printable(str(db))[:40]}); fleet-sync manages routes "
                 "stored in LiteLLM's database: set DATABASE_URL and store_model_in_db: true",
             )
+
+    def read_version(self, url: str) -> str | None:
+        """The LiteLLM version the proxy at `url` runs, or None when it does not say. Never
+        through /health (it calls every route's upstream): the authenticated
+        /health/readiness/details reports it (1.98-1.110; older releases put it in the public
+        /health/readiness, which newer ones keep to status + db)."""
+        for path in ("/health/readiness/details", "/health/readiness"):
+            try:
+                data = self._send("GET", f"{url}{path}", write=False)
+            except ProxyError:
+                continue  # no such endpoint here, or it failed: the version stays unknown
+            version = data.get("litellm_version") if isinstance(data, dict) else None
+            if isinstance(version, str) and version:
+                return printable(version)[:40]  # it is printed: no terminal control from a proxy
+        return None
 
     def key_role(self) -> str | None:
         """The user role of the key in use (proxy_admin_viewer, ...), or None when the proxy does

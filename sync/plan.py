@@ -134,6 +134,9 @@ class Plan:
     withheld: tuple[Withheld, ...] = ()
     health: tuple[HostHealth, ...] | None = None  # None: not probed
     conflicts: tuple[Conflict, ...] = ()
+    # The LiteLLM version the proxy reported (None: unknown). Shown, never hashed: the same
+    # changes against an upgraded proxy are the same plan.
+    litellm_version: str | None = None
 
     @property
     def empty(self) -> bool:
@@ -169,6 +172,7 @@ class Plan:
             "version": 1,
             "fleet": self.fleet,
             "hash": self.hash,
+            "litellm_version": self.litellm_version,
             "summary": {a: len(self.of(a)) for a in ("create", "update", "delete")},
             "changes": [self._with_health(c, change_json(c)) for c in self.changes],
             "conflicts": [c.as_dict() for c in self.conflicts],
@@ -262,6 +266,7 @@ def make_plan(
     live: Sequence[Route],
     unlisted: Sequence[Route] = (),
     take_over: bool = False,
+    litellm_version: str | None = None,
 ) -> Plan:
     """`live` is what the router lists (what clients route on); `unlisted` holds rows LiteLLM
     stored in its database but does not list (a create it could not load): they are the
@@ -344,6 +349,7 @@ def make_plan(
         declared_models=fleet.model_names,
         live_groups=tuple(sorted(groups.items())),
         conflicts=tuple(sorted(conflicts, key=lambda c: (c.desired.model_name, c.id))),
+        litellm_version=litellm_version,
     )
 
 

@@ -20,6 +20,7 @@ from .report_health import (
     unhealthy_text,
     verify_markdown,
 )
+from .versions import LiteLLMRelease
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
 COLOUR = {"create": "\033[32m", "update": "\033[33m", "delete": "\033[31m"}
@@ -37,6 +38,17 @@ def summary(plan: Plan) -> str:
     c, u, d = (len(plan.of(a)) for a in ("create", "update", "delete"))
     held = f", {len(plan.withheld)} withheld" if plan.withheld else ""
     return f"+{c} create, ~{u} update, -{d} prune{held}"
+
+
+def litellm_label(plan: Plan) -> str:
+    return f"LiteLLM {plan.litellm_version}" if plan.litellm_version else "LiteLLM version unknown"
+
+
+def _untested_markdown(plan: Plan) -> list[str]:
+    """A known version outside the tested range, said where reviewers read (never a refusal)."""
+    release = LiteLLMRelease(plan.litellm_version)
+    warning = release.warning() if plan.litellm_version else None
+    return [f"> [!WARNING]\n> {warning}\n"] if warning else []
 
 
 def _value(v: Any) -> str:
@@ -87,7 +99,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
     def paint(action: str, text: str) -> str:
         return f"{COLOUR[action]}{text}{RESET}" if colour else text
 
-    out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}"]
+    out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}  {litellm_label(plan)}"]
     out += [line for line in [probe_summary(plan)] if line]
     if plan.empty:
         out.append("No changes. The proxy matches fleet.yaml.")
@@ -124,13 +136,14 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
     out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
+    out += _untested_markdown(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
     out += conflicts_markdown(plan)
     out += changes_markdown(plan.changes, plan)
     out += ["No changes. The proxy matches fleet.yaml.", ""] if plan.empty else []
     out += withheld_markdown(plan) + unhealthy_markdown(plan)
     out += ignored_markdown(plan)
-    out.append(f"<sub>plan hash `{plan.hash}`</sub>")
+    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan)}</sub>")
     return "\n".join(out) + "\n"
 
 
@@ -215,6 +228,7 @@ def pr_markdown(
     """The pull-request view: what this PR changes apart from drift that is already live."""
     out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
+    out += _untested_markdown(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
     out += conflicts_markdown(plan)
     out += withheld_markdown(plan)
@@ -230,7 +244,7 @@ def pr_markdown(
         out += changes_markdown(drift, plan)
     out += unhealthy_markdown(plan)
     out += ignored_markdown(plan)
-    out.append(f"<sub>plan hash `{plan.hash}`</sub>")
+    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan)}</sub>")
     return "\n".join(out) + "\n"
 
 
@@ -287,6 +301,7 @@ def result_json(result: Result) -> dict[str, Any]:
         "version": 1,
         "fleet": result.plan.fleet,
         "hash": result.plan.hash,
+        "litellm_version": result.plan.litellm_version,
         "complete": result.complete,
         "conflicts": [c.as_dict() for c in result.plan.conflicts],
         "outcomes": [

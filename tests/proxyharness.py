@@ -4,11 +4,14 @@ any other real proxy. Plus the small helpers the integration tests share."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
+import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,37 @@ import yaml
 
 REPO = Path(__file__).resolve().parent.parent
 HARNESS = Path(os.environ.get("LITELLM_HARNESS_DIR", REPO.parent / "shared" / "litellm"))
+DEFAULT_VERSION = "1.108.7"  # the harness's own default LiteLLM
+EXTERNAL = "external"  # litellm_version of a proxy given by LITELLM_PROXY_URL(S)
+# What the harness needs to install each version beyond LITELLM_HARNESS_LITELLM_VERSION
+# (../shared/litellm/README.md, "Other LiteLLM versions"): 1.108.8+ pin extras releases the
+# package index lacks, so the newest ones it has stand in.
+VERSION_ENV: dict[str, dict[str, str]] = {
+    "1.110.2": {
+        "LITELLM_HARNESS_PIP_OVERRIDES": "litellm-proxy-extras==0.4.110 litellm-enterprise==0.1.83"
+    },
+}
+
+
+def harness_version(litellm_version: str) -> str:
+    """The version a test starts its own instance of (beside an external proxy: the default)."""
+    return DEFAULT_VERSION if litellm_version == EXTERNAL else litellm_version
+
+
+def harness_home(version: str) -> Path:
+    """The harness's state dir for a version (each version keeps its own venv and instances)."""
+    home = os.environ.get("LITELLM_HARNESS_HOME")
+    if version == DEFAULT_VERSION:
+        return Path(home or "/var/tmp/litellm-harness")
+    return Path(f"{home}-{version}" if home else f"/var/tmp/litellm-harness-{version}")
+
+
+def harness_env(version: str) -> dict[str, str]:
+    return {
+        "LITELLM_HARNESS_LITELLM_VERSION": version,
+        "LITELLM_HARNESS_HOME": str(harness_home(version)),
+        **VERSION_ENV.get(version, {}),
+    }
 
 
 @dataclass(frozen=True)
@@ -25,6 +59,7 @@ class Proxy:
     urls: tuple[str, ...]
     api_key: str
     name: str | None  # harness instance name; None for an external proxy
+    version: str | None = None  # the LiteLLM the harness started; None for an external proxy
 
     @property
     def url(self) -> str:
@@ -66,6 +101,12 @@ class Proxy:
     def route(self, route_id: str) -> dict[str, Any] | None:
         return next((r for r in self.routes() if r["model_info"]["id"] == route_id), None)
 
+    def litellm_version(self) -> str:
+        """The version the proxy reports, read the plain way (not through fleet-sync)."""
+        with self.http() as http:
+            version: str = http.get("/health/readiness/details").json()["litellm_version"]
+        return version
+
 
 def from_environment(min_pods: int) -> Proxy | None:
     urls = os.environ.get("LITELLM_PROXY_URLS") or os.environ.get("LITELLM_PROXY_URL") or ""
@@ -76,8 +117,28 @@ def from_environment(min_pods: int) -> Proxy | None:
     return None
 
 
-def start(name: str, pods: int = 1, extra_env: Mapping[str, str] | None = None) -> Proxy:
-    env = {**os.environ, **(extra_env or {})}
+def setup(version: str) -> None:
+    """Install a version's harness (once per machine: minutes; afterwards a fraction of a
+    second). Separate from start because a fresh install outlasts start's own timeout."""
+    done = subprocess.run(
+        ["bash", str(HARNESS / "setup")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **harness_env(version)},
+        timeout=1800,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{HARNESS}/setup of LiteLLM {version} failed:\n{done.stderr[-3000:]}")
+
+
+def start(
+    name: str,
+    pods: int = 1,
+    extra_env: Mapping[str, str] | None = None,
+    version: str = DEFAULT_VERSION,
+) -> Proxy:
+    env = {**os.environ, **(extra_env or {}), **harness_env(version)}
     done = subprocess.run(
         ["bash", str(HARNESS / "start"), "--pods", str(pods), "--name", name],
         capture_output=True,
@@ -93,14 +154,64 @@ def start(name: str, pods: int = 1, extra_env: Mapping[str, str] | None = None) 
         key, _, value = line.partition("=")
         values[key] = shlex.split(value)[0] if value else ""
     urls = tuple(values["LITELLM_PROXY_URLS"].split(","))
-    return Proxy(urls, values["LITELLM_PROXY_API_KEY"], name)
+    return Proxy(urls, values["LITELLM_PROXY_API_KEY"], name, version)
 
 
 def stop(proxy: Proxy) -> None:
-    if proxy.name:
+    if proxy.name and proxy.version:
         subprocess.run(
-            ["bash", str(HARNESS / "stop"), "--name", proxy.name], capture_output=True, check=False
+            ["bash", str(HARNESS / "stop"), "--name", proxy.name],
+            capture_output=True,
+            env={**os.environ, **harness_env(proxy.version)},
+            check=False,
         )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def without_database(version: str, api_key: str, workdir: Path) -> Iterator[str]:
+    """A real LiteLLM of `version` started without DATABASE_URL (it lists no routes and cannot
+    write); yields its URL once it answers."""
+    litellm = harness_home(version) / "venv" / "bin" / "litellm"
+    if not litellm.exists():
+        raise RuntimeError(f"no LiteLLM install at {litellm} (../shared/litellm/setup creates it)")
+    config = workdir / "config.yaml"
+    config.write_text(
+        "general_settings:\n  master_key: os.environ/LITELLM_MASTER_KEY\n"
+        "  disable_model_info_refresh: true\n",
+        encoding="utf-8",
+    )
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
+    env["LITELLM_MASTER_KEY"] = api_key
+    process = subprocess.Popen(
+        [str(litellm), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                if httpx.get(f"{url}/health/readiness", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"LiteLLM {version} without a database did not start")
+            time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
 
 
 @dataclass(frozen=True)

@@ -3,65 +3,34 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from .faultproxy import FaultProxy
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .proxyharness import (
+    Proxy,
+    fleet_sync,
+    free_port,
+    harness_version,
+    without_database,
+    write_fleet,
+)
 
 OLD = "http://216.243.220.245:16643/v1"
-HARNESS_HOME = Path(os.environ.get("LITELLM_HARNESS_HOME", "/var/tmp/litellm-harness"))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+pytestmark = pytest.mark.litellm_matrix
 
 
 @pytest.fixture(scope="module")
-def proxy_without_database(proxy: Proxy, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real LiteLLM started without DATABASE_URL: it lists no routes and cannot write."""
-    litellm = HARNESS_HOME / "venv" / "bin" / "litellm"
-    if not litellm.exists():
-        pytest.skip(f"no LiteLLM install at {litellm} (../shared/litellm/setup creates it)")
-    config = tmp_path_factory.mktemp("nodb") / "config.yaml"
-    config.write_text(
-        "general_settings:\n  master_key: os.environ/LITELLM_MASTER_KEY\n"
-        "  disable_model_info_refresh: true\n",
-        encoding="utf-8",
-    )
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL"}
-    env["LITELLM_MASTER_KEY"] = proxy.api_key
-    process = subprocess.Popen(
-        [str(litellm), "--config", str(config), "--host", "127.0.0.1", "--port", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{url}/health/readiness", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("LiteLLM without a database did not start within 120 s")
+def proxy_without_database(
+    proxy: Proxy, litellm_version: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A real LiteLLM (of the version under test) started without DATABASE_URL: it lists no
+    routes and cannot write."""
+    version = harness_version(litellm_version)
+    with without_database(version, proxy.api_key, tmp_path_factory.mktemp("nodb")) as url:
         yield url
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
 
 
 def test_invalid_fleet_makes_no_api_call(proxy: Proxy, tmp_path: Path) -> None:

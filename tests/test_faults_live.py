@@ -21,6 +21,7 @@ from sync.render import render, route_id
 from .faultproxy import Fault, FaultProxy
 from .proxyharness import Proxy, Run, fleet_sync, write_fleet
 
+pytestmark = pytest.mark.litellm_matrix
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"
 WRITE_PATHS = {

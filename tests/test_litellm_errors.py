@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
+import httpx
 import pytest
 
-from sync.litellm import ErrorKind, classify, error_message
+from sync.litellm import ErrorKind, LiteLLMClient, ProxyError, classify, error_message
+from sync.versions import TESTED
+
+from .litellm_answers import EXPECTED, captured, expected
 
 
 def body(message: str) -> str:
@@ -45,3 +50,85 @@ def test_error_message_reads_litellm_and_fastapi_shapes() -> None:
     assert error_message(body("boom")) == "boom"
     assert error_message(json.dumps({"detail": "nope"})) == "nope"
     assert error_message("<html>502</html>") == "<html>502</html>"
+
+
+# -- what each tested LiteLLM version really answers (tests/cases/litellm, captured by
+#    `python -m tests.litellm_answers`) -------------------------------------------------------
+
+
+def captured_errors() -> list[Any]:
+    params = []
+    for version in TESTED:
+        for answer in captured(version)["answers"]:
+            if isinstance(answer["status"], int) and answer["status"] >= 400:
+                name = f"{version}-{answer['target']}-{answer['case']}".replace(" ", "-")
+                params.append(pytest.param(version, answer, id=name))
+    return params
+
+
+@pytest.mark.parametrize(("version", "answer"), captured_errors())
+def test_real_answers_of_each_version_classify(version: str, answer: dict[str, Any]) -> None:
+    body = answer["body"] if isinstance(answer["body"], str) else json.dumps(answer["body"])
+    kind = classify(answer["status"], body, answer["write"])
+    assert kind is expected(answer["target"], answer["case"], version), body
+
+
+def test_every_expectation_is_met_by_a_captured_answer() -> None:
+    """No stale expectation: each one classifies an error some tested version really gave."""
+    errors = {
+        (a["target"], a["case"])
+        for version in TESTED
+        for a in captured(version)["answers"]
+        if isinstance(a["status"], int) and a["status"] >= 400
+    }
+    assert set(EXPECTED) == errors
+
+
+def test_1_110_database_outage_on_a_write_stops_the_run() -> None:
+    """1.109+ answer a write whose database is unreachable with 503 "no_db_connection"
+    (litellm/proxy/common_utils/openai_error_payload.py, proxy_exception_for). The harness's
+    query-engine stand-in fails differently, so this shape comes from the source, not a capture."""
+    outage = {
+        "error": {
+            "message": "Service Unavailable, the authentication database is temporarily "
+            "unreachable. Please retry shortly.",
+            "type": "no_db_connection",
+            "param": None,
+            "code": "503",
+        }
+    }
+    assert classify(503, json.dumps(outage), True) is ErrorKind.NO_DATABASE
+    assert classify(503, json.dumps({"error": {"message": "busy"}}), True) is ErrorKind.TRANSIENT
+
+
+def test_readiness_of_a_proxy_whose_database_is_down_is_refused_clearly() -> None:
+    down = next(
+        a
+        for a in captured("1.110.2")["answers"]
+        if (a["target"], a["case"]) == ("outage", "readiness")
+    )
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(down["status"], json=down["body"])
+
+    client = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=httpx.MockTransport(answer))
+    with pytest.raises(ProxyError) as refused:
+        client.check_ready("http://127.0.0.1:9")
+    assert refused.value.kind is ErrorKind.NO_DATABASE
+    assert "cannot reach its database" in str(refused.value) and "db: disconnected" in str(
+        refused.value
+    )
+
+
+@pytest.mark.parametrize("version", TESTED)
+def test_version_is_read_from_the_captured_readiness_details(version: str) -> None:
+    details = next(a for a in captured(version)["answers"] if a["case"] == "readiness details")
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(details["status"], json=details["body"])
+
+    client = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=httpx.MockTransport(answer))
+    assert client.read_version("http://127.0.0.1:9") == version
+    assert seen == ["/health/readiness/details"]

@@ -14,15 +14,24 @@ import pytest
 from sync.render import route_id
 
 from .faultproxy import Fault, FaultProxy
-from .proxyharness import Proxy, fleet_sync, from_environment, start, stop, write_fleet
+from .proxyharness import (
+    Proxy,
+    fleet_sync,
+    from_environment,
+    harness_version,
+    start,
+    stop,
+    write_fleet,
+)
 
+pytestmark = pytest.mark.litellm_matrix
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"
 RELOAD_SECONDS = 3
 
 
 @pytest.fixture(scope="module")
-def pods() -> Iterator[Proxy]:
+def pods(litellm_version: str) -> Iterator[Proxy]:
     """Two pods sharing one PostgreSQL, reloading their routers every few seconds."""
     external = from_environment(2)
     if external:
@@ -32,6 +41,7 @@ def pods() -> Iterator[Proxy]:
         f"fleet-sync-pods-{os.getpid()}",
         2,
         {"PROXY_CONFIG_RELOAD_INTERVAL_SECONDS": str(RELOAD_SECONDS)},
+        harness_version(litellm_version),
     )
     try:
         yield started

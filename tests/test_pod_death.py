@@ -16,17 +16,27 @@ import pytest
 
 from sync.render import route_id
 
-from .proxyharness import HARNESS, Proxy, fleet_sync, start, stop, write_fleet
-
-STATE = Path(os.environ.get("LITELLM_HARNESS_HOME", "/var/tmp/litellm-harness"))
+from .proxyharness import (
+    HARNESS,
+    Proxy,
+    fleet_sync,
+    harness_home,
+    harness_version,
+    start,
+    stop,
+    write_fleet,
+)
 
 
 @pytest.fixture
-def doomed() -> Iterator[Proxy]:
+def doomed(litellm_version: str) -> Iterator[Proxy]:
     if not (HARNESS / "start").exists():
         pytest.skip(f"killing a pod needs the local harness ({HARNESS}/start)")
     started = start(
-        f"fleet-sync-doomed-{os.getpid()}", 2, {"PROXY_CONFIG_RELOAD_INTERVAL_SECONDS": "3"}
+        f"fleet-sync-doomed-{os.getpid()}",
+        2,
+        {"PROXY_CONFIG_RELOAD_INTERVAL_SECONDS": "3"},
+        harness_version(litellm_version),
     )
     try:
         yield started
@@ -35,7 +45,9 @@ def doomed() -> Iterator[Proxy]:
 
 
 def kill_pod(proxy: Proxy, pod: int) -> None:
-    pid = int((STATE / "run" / str(proxy.name) / f"proxy-{pod}.pid").read_text().split()[0])
+    assert proxy.version is not None
+    rundir = harness_home(proxy.version) / "run" / str(proxy.name)
+    pid = int((rundir / f"proxy-{pod}.pid").read_text().split()[0])
     os.killpg(pid, signal.SIGKILL)
 
 

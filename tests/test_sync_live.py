@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from sync.render import route_id
+from sync.versions import LiteLLMRelease
 
 from .proxyharness import Proxy, fleet_sync, write_fleet
 
+pytestmark = pytest.mark.litellm_matrix
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"
 
@@ -287,9 +289,16 @@ def test_removed_param_is_dropped(proxy: Proxy, tmp_path: Path, fleet_name: str)
     )
     apply_ok(proxy, fleet)
     write_fleet(fleet, fleet_name, {model: {"hosts": {"a": OLD}}})
-    apply_ok(proxy, fleet)
+    run = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
+    assert run.code == 0, run.out + run.err
+    assert_converged(proxy, fleet)
     route = proxy.route(route_id(fleet_name, model, "a"))
     assert route is not None and "rpm" not in route["litellm_params"]
+    # How it went depends on the version: in place where PATCH honours litellm_params_to_remove
+    # (1.109+), else by re-creating the route (delete + create with the same id).
+    in_place = LiteLLMRelease(proxy.litellm_version()).removes_params_in_place
+    assert ("removed rpm in place" in run.out) is in_place, run.out
+    assert ("re-created to remove rpm" in run.out) is not in_place, run.out
 
 
 def test_plan_text_is_coloured_only_in_a_terminal(
