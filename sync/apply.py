@@ -15,10 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Literal
 
+from .compare import diff
 from .litellm import ErrorKind, LiteLLMClient, ProxyError
-from .plan import Change, Create, Delete, Plan, Update, diff
+from .plan import Change, Create, Delete, Plan, Update
 from .render import Route
-from .versions import LiteLLMRelease
 
 Status = Literal["done", "failed", "unconfirmed", "skipped"]
 WRITE_ATTEMPTS = 3
@@ -91,11 +91,8 @@ def apply_plan(
 ) -> Result:
     written: list[_Written] = []
     blocked: dict[str, str] = {}  # model group -> why its deletes must not run
-    # Where PATCH honours litellm_params_to_remove a removed key goes in place; elsewhere the
-    # route is re-created (also the fallback when the version could not be read).
-    in_place = LiteLLMRelease(plan.litellm_version).removes_params_in_place
     for stage in ("create", "update"):
-        results = _run_stage(list(plan.of(stage)), client, concurrency, written, in_place)
+        results = _run_stage(list(plan.of(stage)), client, concurrency, written)
         written += results
         for w in results:
             # A group whose create/update failed or stayed ambiguous keeps its old routes.
@@ -117,7 +114,7 @@ def apply_plan(
         for c in plan.of("delete")
         if c.model_name in blocked
     ]
-    written += _run_stage(todo, client, concurrency, written, in_place)
+    written += _run_stage(todo, client, concurrency, written)
     reader.wait([w for w in written if w.ok])
     outcomes = reader.outcomes(written)
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
@@ -129,12 +126,11 @@ def _run_stage(
     client: LiteLLMClient,
     concurrency: int,
     done_so_far: list[_Written],
-    in_place: bool,
 ) -> list[_Written]:
     if not todo:
         return []
     with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        futures = [pool.submit(_write, change, client, in_place) for change in todo]
+        futures = [pool.submit(_write, change, client) for change in todo]
         results: list[_Written] = []
         fatal: ProxyError | None = None
         for change, future in zip(todo, futures, strict=True):
@@ -159,12 +155,12 @@ class _NotServed(Exception):
     """LiteLLM answered that it stored the route, and its router does not list it."""
 
 
-def _write(change: Change, client: LiteLLMClient, in_place: bool) -> _Written:
+def _write(change: Change, client: LiteLLMClient) -> _Written:
     try:
         if isinstance(change, Create):
             return _Written(change, "written", _create(change.route, client))
         if isinstance(change, Update):
-            return _Written(change, "written", _update(change, client, in_place))
+            return _Written(change, "written", _update(change, client))
         return _Written(change, "written", _delete(change, client))
     except _Ambiguous as exc:
         return _Written(change, "ambiguous", str(exc))
@@ -223,14 +219,18 @@ def _create(route: Route, client: LiteLLMClient) -> str:
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
-def _update(change: Update, client: LiteLLMClient, in_place: bool) -> str:
+def _update(change: Update, client: LiteLLMClient) -> str:
+    """An in-place PATCH. It removes a top-level key only where the plan says PATCH can
+    (litellm_params_to_remove, LiteLLM 1.109+), and first, alone, checked in the stored row:
+    the record of what was written moves on only once the key is gone. Elsewhere the plan
+    replaces the route instead, so an update never deletes and re-creates it."""
     route = change.route
-    remove = change.removed_params
+    keys = [path.split(".", 1)[1] for path in change.removes]
+    if keys:
+        _remove_in_place(route.id, keys, client)
     for _ in range(WRITE_ATTEMPTS):
         try:
-            # litellm_params_to_remove only where it is honoured (1.109+); older releases
-            # ignore it, and the stored row tells below whether a re-create is needed.
-            stored = client.update(route, remove if in_place else ())
+            client.update(route)
         except ProxyError as exc:
             if exc.kind is ErrorKind.NOT_FOUND:
                 client.create(route)  # deleted by someone since the plan: put it back
@@ -243,16 +243,29 @@ def _update(change: Update, client: LiteLLMClient, in_place: bool) -> str:
             if live is None and (not_served := _not_served(exc)) is not None:
                 raise not_served from None
             continue  # PATCH carries the full desired state, so sending it again is safe
-        kept = [k for k in remove if k in (stored.get("litellm_params") or {})]
-        if kept:
-            # LiteLLM up to 1.108 merges on PATCH; only a re-create drops keys.
-            client.delete(route.id)
-            client.create(route)
-            return (
-                f"re-created to remove {', '.join(kept)} (this LiteLLM cannot remove keys in place)"
-            )
-        return f"updated; removed {', '.join(remove)} in place" if remove else "updated"
+        return f"updated; removed {', '.join(keys)} in place" if keys else "updated"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
+
+
+def _remove_in_place(route_id: str, keys: list[str], client: LiteLLMClient) -> None:
+    for _ in range(WRITE_ATTEMPTS):
+        try:
+            stored = client.remove_keys(route_id, keys)
+        except ProxyError as exc:
+            if exc.kind is ErrorKind.NOT_FOUND:
+                return  # gone since the plan: the update puts it back whole
+            if exc.kind is not ErrorKind.MAYBE_COMMITTED:
+                raise
+            continue  # removing an absent key is a no-op: sending it again is safe
+        kept = [k for k in keys if k in (stored.get("litellm_params") or {})]
+        if kept:
+            raise ProxyError(
+                ErrorKind.CLIENT,
+                f"LiteLLM kept {', '.join(kept)} after litellm_params_to_remove; nothing else was "
+                "written, so the next plan shows the removal again",
+            )
+        return
+    raise _Ambiguous(f"removal ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
 def _delete(change: Delete, client: LiteLLMClient) -> str:

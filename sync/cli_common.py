@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+import httpx
 
 from . import scrub
 from .access import changed_by, write_refusal
@@ -148,6 +149,13 @@ def connect(proxy_urls: tuple[str, ...], api_key: str | None, timeout: float) ->
                 f"proxy URL {strip_userinfo(url)!r} carries credentials (user:pass@); "
                 "remove them and give the admin key with LITELLM_PROXY_API_KEY or --api-key"
             )
+        try:
+            parsed = httpx.URL(url)
+            parsed.port  # noqa: B018  (httpx checks the port only when it is read)
+        except httpx.InvalidURL as exc:
+            fail(f"proxy URL {strip_userinfo(url)!r} is not a valid address ({exc})")
+        if not parsed.host:
+            fail(f"proxy URL {strip_userinfo(url)!r} has no host")
     return LiteLLMClient(urls, api_key, timeout=timeout, changed_by_header=changed_by(os.environ))
 
 

@@ -14,7 +14,6 @@ SECRET_WORDS = frozenset(
     {"secret", "token", "password", "passwd", "credential", "credentials", "apikey", "apikeys"}
     | {"authorization", "cookie"}
 )
-REDACTED = "<redacted>"
 USERINFO_MASK = "***"
 # scheme://userinfo@ : the userinfo part ends at the first / ? # (or blank) before an @.
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s\"'<>`]*@")
@@ -98,15 +97,3 @@ def looks_like_credential(text: str) -> bool:
         or _QUERY_SECRET.search(text) is not None
     )
 
-
-def redact(key: str, value: Any) -> Any:
-    """The value with every written-out credential under it replaced, at any depth."""
-    if written_out(key, value) and not isinstance(value, dict):
-        return REDACTED
-    if isinstance(value, dict):
-        hide = looks_secret(key)
-        return {
-            k: REDACTED if hide and not is_reference(v) else redact(str(k), v)
-            for k, v in value.items()
-        }
-    return value

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import jsonschema
 
+from .convergence import unconvergeable
 from .credentials import credential_line, has_userinfo, written_out
 from .problems import FleetError, Problem
 from .yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
@@ -325,6 +326,14 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
                 yield problem(
                     at, f"{_where(at)}: {key!r} is set by fleet-sync; remove it here", True
                 )
+    for name in ("litellm_params", "model_info"):
+        values = section.get(name)
+        if isinstance(values, dict):
+            own = {k: v for k, v in values.items() if k not in RESERVED_PARAMS}
+            if name == "model_info":
+                own = {k: v for k, v in values.items() if not RESERVED_INFO.match(str(k))}
+            for at, why, key in unconvergeable(name, own, (*path, name)):
+                yield problem(at, f"{_where(at)}: {why}", key)
 
 
 def address_problem(address: str) -> str | None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 from .health import HostHealth
 from .plan import Change, Delete, Plan, Update, Withheld
+from .render import generation
 
 # An update re-points its route only when one of these changes; an rpm or timeout change on a
 # host that is down keeps the route where it is, so it is never withheld.
@@ -23,7 +24,8 @@ def gate(plan: Plan, health: Iterable[HostHealth], require: bool) -> Plan:
         return replace(plan, health=probed)
     withheld: list[Withheld] = []
     for change in plan.changes:
-        reason = _unproven(change, by_id.get(change.id))
+        # Hosts are probed under their first id; a replacement (<id>-g2) is the same host.
+        reason = _unproven(change, by_id.get(generation(change.id)[0]))
         if reason:
             withheld.append(Withheld(change, reason))
     held_groups = {w.change.model_name: w for w in withheld}

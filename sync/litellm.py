@@ -413,14 +413,26 @@ class LiteLLMClient:
     def create(self, route: Route) -> None:
         self._send("POST", f"{self.write_url}/model/new", write=True, json=route.deployment())
 
-    def update(self, route: Route, remove: Sequence[str] = ()) -> Mapping[str, Any]:
+    def update(self, route: Route) -> None:
         """PATCH with the full desired litellm_params and model_info including its id (without
-        it LiteLLM stores a random id). Returns the stored row as LiteLLM answers it."""
-        body = route.deployment()
-        if remove:
-            body["litellm_params_to_remove"] = list(remove)
+        it LiteLLM stores a random id). PATCH replaces each top-level key it is sent and keeps
+        the others: it removes none, a key sent as null included."""
+        self._send(
+            "PATCH",
+            f"{self.write_url}/model/{route.id}/update",
+            write=True,
+            json=route.deployment(),
+        )
+
+    def remove_keys(self, route_id: str, keys: Sequence[str]) -> Mapping[str, Any]:
+        """PATCH that only removes these top-level litellm_params keys (litellm_params_to_remove:
+        LiteLLM 1.109+; older releases ignore it). Returns the stored row as LiteLLM answers it
+        (values encrypted: the keys tell what is stored, api_key included)."""
         answer = self._send(
-            "PATCH", f"{self.write_url}/model/{route.id}/update", write=True, json=body
+            "PATCH",
+            f"{self.write_url}/model/{route_id}/update",
+            write=True,
+            json={"model_info": {"id": route_id}, "litellm_params_to_remove": list(keys)},
         )
         return answer if isinstance(answer, dict) else {}
 

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Literal
 
-from deepdiff import DeepDiff
-
+from .compare import FieldChange, diff, prune_before, removed_keys, shown, update_before
 from .fleet import Fleet, normalise_address
 from .health import HostHealth
-from .normalise import clean_info, clean_params
 from .ownership import claim
-from .render import Route, canonical_json
-
-ABSENT = "(absent)"
-
-
-@dataclass(frozen=True)
-class FieldChange:
-    path: str  # e.g. "litellm_params.api_base"
-    before: Any  # ABSENT when the key is missing on the live route
-    after: Any  # ABSENT when fleet.yaml no longer sets it
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"path": self.path, "before": self.before, "after": self.after}
+from .render import Route, canonical_json, generation, with_generation
+from .versions import LiteLLMRelease
 
 
 @dataclass(frozen=True)
@@ -51,6 +38,10 @@ class RouteChange:
 @dataclass(frozen=True)
 class Create(RouteChange):
     action: Literal["create"] = "create"
+    # A replacement: the id of the live route it replaces (deleted after this is created) and
+    # what differs from it. LiteLLM cannot remove a key in place, so removing one is this.
+    replaces: str | None = None
+    diff: tuple[FieldChange, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,20 +52,24 @@ class Update(RouteChange):
     # False: LiteLLM stored the route but its router does not list it (it serves nothing), so
     # the update is sent even when nothing differs: it is what makes the router load it again.
     listed: bool = True
-
-    @property
-    def removed_params(self) -> tuple[str, ...]:
-        """litellm_params keys live has and fleet.yaml no longer wants."""
-        wanted = set(view(self.route)["litellm_params"])
-        return tuple(sorted(set(view(self.before)["litellm_params"]) - wanted))
+    # Top-level litellm_params keys it removes in place (LiteLLM 1.109+ litellm_params_to_remove).
+    removes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class Delete(RouteChange):
     reason: str
-    replaced_by: str | None = None  # id of the tagged route created in its place
+    replaced_by: str | None = None  # id of the route created in its place
     action: Literal["delete"] = "delete"
+    removes: tuple[str, ...] = ()  # the keys whose removal replaces this route
+    replacement: Route | None = None  # the route created in its place (shapes `before`)
     listed: bool = True  # False: a stored row the router does not list (it serves nothing)
+
+    @property
+    def prune(self) -> bool:
+        """Counted by the safety rails: a route removed, or replaced to drop keys (its
+        replacement has a new id; the rails see both sides like any prune)."""
+        return self.replaced_by is None or bool(self.removes)
 
 
 Change = Create | Update | Delete
@@ -151,7 +146,8 @@ class Plan:
         return canonical_json([self.hash, self.owned_live, declared])
 
     def health_of(self, route_id: str) -> HostHealth | None:
-        return next((h for h in self.health or () if h.route_id == route_id), None)
+        base = generation(route_id)[0]  # a host is probed under its first id
+        return next((h for h in self.health or () if h.route_id == base), None)
 
     def of(self, action: str) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.action == action)
@@ -194,69 +190,32 @@ class Plan:
         return {**body, "health": health.as_dict()} if health else body
 
 
-def view(route: Route, info_keys: Iterable[str] | None = None) -> dict[str, Any]:
-    """The comparable form of a route. model_info is compared on the keys fleet.yaml sets
-    (LiteLLM enriches the rest, and PATCH merges model_info so extra keys cannot be removed);
-    api_key is compared through the digest tag because LiteLLM never returns it."""
-    params = {k: v for k, v in clean_params(route.litellm_params).items() if k != "api_key"}
-    info = clean_info(route.model_info)
-    if info_keys is not None:
-        keys = set(info_keys)
-        info = {k: v for k, v in info.items() if k in keys}
-    return {"model_name": route.model_name, "litellm_params": params, "model_info": info}
-
-
-def shown(route: Route) -> dict[str, Any]:
-    """A route as plans show it: comparable fields plus the api_key reference we send."""
-    out = view(route)
-    if "api_key" in route.litellm_params:
-        out["litellm_params"]["api_key"] = clean_params(route.litellm_params)["api_key"]
-    return out
-
-
-def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
-    after = view(desired)
-    before = view(live, after["model_info"].keys())
-    result = DeepDiff(before, after, ignore_numeric_type_changes=True, view="tree")
-    changes: list[FieldChange] = []
-    for level in (lvl for group in result.values() for lvl in group):
-        parts = level.path(output_format="list")
-        changes.append(
-            FieldChange(
-                path=".".join(str(p) for p in parts),
-                before=_plain(level.t1),
-                after=_plain(level.t2),
-            )
-        )
-    return tuple(sorted(changes, key=lambda c: c.path))
-
-
-def _plain(value: Any) -> Any:
-    return ABSENT if type(value).__name__ == "NotPresent" else value
-
-
 def change_json(change: Change) -> dict[str, Any]:
-    before = (
-        None
-        if isinstance(change, Create)
-        else shown(change.before if isinstance(change, Update) else change.route)
-    )
-    after = None if isinstance(change, Delete) else shown(change.route)
+    before: dict[str, Any] | None = None
+    if isinstance(change, Update):
+        before = update_before(change.before, change.route, change.diff)
+    elif isinstance(change, Delete):
+        before = prune_before(change.route, change.replacement)
     out: dict[str, Any] = {
         "action": change.action,
         "id": change.id,
         "model_name": change.model_name,
         "host": change.host,
         "before": before,
-        "after": after,
-        "diff": [d.as_dict() for d in change.diff] if isinstance(change, Update) else [],
+        "after": None if isinstance(change, Delete) else shown(change.route),
+        "diff": [d.as_dict() for d in change.diff] if not isinstance(change, Delete) else [],
     }
+    if isinstance(change, Create) and change.replaces:
+        out["replaces"] = change.replaces
     if isinstance(change, Delete):
         out["reason"] = change.reason
         if change.replaced_by:
             out["replaced_by"] = change.replaced_by
-    if isinstance(change, Update | Delete) and not change.listed:
-        out["listed"] = False  # stored by LiteLLM, not listed by its router
+    if isinstance(change, Update | Delete):
+        if change.removes:
+            out["removes"] = list(change.removes)
+        if not change.listed:
+            out["listed"] = False  # stored by LiteLLM, not listed by its router
     return out
 
 
@@ -276,12 +235,17 @@ def make_plan(
     dead = {r.id for r in unlisted} - listed_ids
     everything = [*live, *(r for r in unlisted if r.id in dead)]
     live_by_id = {r.id: r for r in everything}
+    # Every generation of a desired id is that host's route (see render.generation).
+    claims = {
+        r.id: desired_by_id[b] for r in everything if (b := generation(r.id)[0]) in desired_by_id
+    }
+    claims.update(desired_by_id)
     owned: dict[str, Route] = {}
     adopted: set[str] = set()
     ignored: list[Ignored] = []
     reasons: dict[str, str] = {}
     for route in everything:
-        decision = claim(route, fleet, desired_by_id, take_over)
+        decision = claim(route, fleet, claims, take_over)
         if decision.owned:
             owned[route.id] = route
             if decision.adopted:
@@ -293,26 +257,52 @@ def make_plan(
 
     creates: list[Change] = []
     updates: list[Change] = []
+    deletes: list[Change] = []
     conflicts: list[Conflict] = []
+    in_place = LiteLLMRelease(litellm_version).removes_params_in_place
+    generations: dict[str, list[Route]] = {}
+    for route in sorted(owned.values(), key=lambda r: generation(r.id)[1]):
+        generations.setdefault(generation(route.id)[0], []).append(route)
     for route in desired:
-        current = live_by_id.get(route.id)
-        if current is None:
-            creates.append(Create(route))
-        elif current.id in owned:
-            changes = diff(current, route)
-            listed = current.id not in dead
-            if changes or not listed:
-                updates.append(Update(route=route, before=current, diff=changes, listed=listed))
-        else:
-            conflicts.append(Conflict(route, current, reasons[current.id]))
+        found = generations.get(route.id, [])
+        if not found:
+            holder = live_by_id.get(route.id)
+            if holder is None:
+                creates.append(Create(route))
+            else:  # held by a route this fleet does not own
+                conflicts.append(Conflict(route, holder, reasons[holder.id]))
+            continue
+        *older, current = found
+        target, change, removes = _converge(route, current, live_by_id, in_place, dead)
+        if isinstance(change, Create):
+            creates.append(change)
+            deletes.append(
+                Delete(
+                    current,
+                    f"LiteLLM cannot remove {', '.join(removes)} from a route in place",
+                    replaced_by=target.id,
+                    removes=removes,
+                    listed=current.id not in dead,
+                )
+            )
+        elif change is not None:
+            updates.append(change)
+        deletes += [
+            Delete(
+                old,
+                f"an older generation of host {old.host or '?'}",
+                replaced_by=target.id,
+                listed=old.id not in dead,
+            )
+            for old in older
+        ]
 
     by_address = {
-        (r.model_name, normalise_address(r.api_base or "")): r.id for r in desired if r.api_base
+        (r.model_name, normalise_address(r.api_base or "")): r for r in desired if r.api_base
     }
     drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
-    deletes: list[Change] = []
     for route in owned.values():
-        if route.id in desired_by_id:
+        if route.id in claims:
             continue
         listed = route.id not in dead
         if route.id in adopted:
@@ -322,7 +312,15 @@ def make_plan(
                 if replacement
                 else f"untagged route of {route.model_name} at an address no longer listed"
             )
-            deletes.append(Delete(route, reason, replacement, listed=listed))
+            deletes.append(
+                Delete(
+                    route,
+                    reason,
+                    replaced_by=replacement.id if replacement else None,
+                    replacement=replacement,
+                    listed=listed,
+                )
+            )
         elif (route.model_name, route.host) in drained:
             deletes.append(
                 Delete(route, f"host {route.host} is drained (enabled: false)", listed=listed)
@@ -351,6 +349,35 @@ def make_plan(
         conflicts=tuple(sorted(conflicts, key=lambda c: (c.desired.model_name, c.id))),
         litellm_version=litellm_version,
     )
+
+
+def _converge(
+    desired: Route,
+    current: Route,
+    live_by_id: dict[str, Route],
+    in_place: bool,
+    dead: set[str],
+) -> tuple[Route, Create | Update | None, tuple[str, ...]]:
+    """What brings the host's current live route to the desired one: nothing, an in-place
+    update (removing litellm_params keys too where PATCH honours litellm_params_to_remove),
+    or, when other keys must go, a create of the next generation, whose Delete of the current
+    route follows it (create first: no gap). Returns (the route that will serve, the change,
+    the keys removed)."""
+    target = with_generation(desired, generation(current.id)[1])
+    changes = diff(current, target)
+    removes = removed_keys(changes, target)
+    listed = current.id not in dead
+    if not removes or (in_place and all(r.startswith("litellm_params.") for r in removes)):
+        if not changes and listed:
+            return target, None, ()
+        update = Update(target, before=current, diff=changes, listed=listed, removes=removes)
+        return target, update, ()
+    n = generation(current.id)[1] + 1
+    while with_generation(desired, n).id in live_by_id:  # held by a route not this fleet's
+        n += 1
+    successor = with_generation(desired, n)
+    replace = Create(successor, replaces=current.id, diff=diff(current, successor))
+    return successor, replace, removes
 
 
 def _address(route: Route) -> str:

@@ -10,8 +10,14 @@ called:
 - a live string at a path fleet.yaml does not set (a key being removed, a hand edit, a route
   being pruned) is not shown either: it may be a reference LiteLLM resolved, written by an
   earlier fleet.yaml or by hand, and nothing on the read side can tell;
-- what fleet-sync itself sets from dedicated fields (model, api_base, id, the fleet_sync_* tags)
-  and numbers, booleans and references are shown;
+- a live string in litellm_params that differs from what fleet.yaml sets is not shown either:
+  LiteLLM resolves references there, so an earlier fleet.yaml (or a hand edit) that put
+  ``os.environ/LITELLM_MASTER_KEY`` on ``organization`` would otherwise print the key in the pull
+  request that replaces it with a literal — and the plan job holds no key to scrub it by;
+- model and api_base, which fleet-sync sets from its own validated fields, are shown when they
+  have the shape of a model and an address (an address without its user:password@, query and
+  fragment); model_name, id and the fleet_sync_* tags (never resolved) are shown; numbers,
+  booleans and references are shown;
 - every address loses its user:password@ part, lists are walked like mappings.
 
 The plan core compares raw values; this module is applied where plans are rendered.
@@ -19,17 +25,22 @@ The plan core compares raw values; this module is applied where plans are render
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-from .credentials import is_reference, strip_userinfo
-from .plan import ABSENT, Change, Delete, Plan, shown
+from .compare import ABSENT, shown
+from .credentials import is_reference, looks_like_credential, strip_userinfo
+from .plan import Change, Delete, Plan
 
-# Paths fleet-sync fills from its own validated fields; never a resolved reference.
-OWN_PATHS = frozenset(
-    {"model_name", "litellm_params.model", "litellm_params.api_base", "model_info.id"}
-)
+# Paths LiteLLM never resolves references on: shown as they are.
+OWN_PATHS = frozenset({"model_name", "model_info.id"})
 OWN_PREFIX = "model_info.fleet_sync_"
+# Paths fleet-sync fills from its own validated fields, but where LiteLLM would resolve a
+# reference a hand edit put there: shown only in the shape the field has.
+SHAPED_PATHS = frozenset({"litellm_params.model", "litellm_params.api_base"})
+_MODEL_SHAPE = re.compile(r"[a-z0-9_]+/[A-Za-z0-9._:/@+-]{1,200}")
+_ADDRESS_SHAPE = re.compile(r"https?://[A-Za-z0-9.\[\]:-]+(/[A-Za-z0-9._~%/+-]*)?")
 
 
 class Hidden(str):
@@ -50,6 +61,24 @@ def hidden_reference(reference: str) -> Hidden:
 
 
 HIDDEN_UNSET = Hidden("(hidden: a live string fleet.yaml does not set)")
+HIDDEN_DIFFERS = Hidden("(hidden: a live string that differs from fleet.yaml)")
+HIDDEN_SHAPE = Hidden("(hidden: a live value that does not have this field's shape)")
+
+
+def shaped(path: str, live: str) -> str:
+    """A live model or api_base as it may be shown: in its field's shape, or hidden."""
+    if path == "litellm_params.api_base":
+        address = strip_userinfo(live)
+        cut = re.split(r"[?#]", address, maxsplit=1)
+        shown_address = cut[0] + ("?***" if len(cut) > 1 else "")
+        return (
+            shown_address
+            if _ADDRESS_SHAPE.fullmatch(cut[0].replace("***@", ""))
+            else (HIDDEN_SHAPE)
+        )
+    if _MODEL_SHAPE.fullmatch(live) and not looks_like_credential(live):
+        return live
+    return HIDDEN_SHAPE
 
 
 def without_userinfo(value: Any) -> Any:
@@ -68,6 +97,8 @@ def live_value(live: Any, desired: Any, path: str) -> Any:
     (MISSING when fleet.yaml sets nothing there)."""
     if live == ABSENT or path in OWN_PATHS or path.startswith(OWN_PREFIX):
         return without_userinfo(live)
+    if path in SHAPED_PATHS and isinstance(live, str):
+        return shaped(path, live)
     if is_reference(desired):
         return live if live == desired else hidden_reference(desired)
     if isinstance(live, Mapping):
@@ -78,8 +109,11 @@ def live_value(live: Any, desired: Any, path: str) -> Any:
     if isinstance(live, list | tuple):
         return [live_value(v, _item(desired, i), f"{path}[{i}]") for i, v in enumerate(live)]
     if isinstance(live, str) and not is_reference(live):
-        literal = isinstance(desired, str | int | float | bool)
-        return strip_userinfo(live) if literal else HIDDEN_UNSET
+        if not isinstance(desired, str | int | float | bool):
+            return HIDDEN_UNSET
+        if live != desired and (path.startswith("litellm_params.") or looks_like_credential(live)):
+            return HIDDEN_DIFFERS
+        return strip_userinfo(live)
     return live
 
 

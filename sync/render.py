@@ -12,12 +12,21 @@ from typing import Any
 import yaml
 
 from .fleet import Fleet, Host, Model
+from .normalise import SECTIONS, Path, leaves, readable
 
 TAG_FLEET = "fleet_sync_fleet"
 TAG_HOST = "fleet_sync_host"
 TAG_DIGEST = "fleet_sync_digest"
 TAG_SOURCE = "fleet_sync_source"  # the repository that writes the route (see ownership.py)
+# The leaf paths fleet-sync wrote, each as "read <path>" (compared with the live value) or
+# "sha256:<digest of the value> <path>" (LiteLLM masks or resolves it: compared through this).
+TAG_PATHS = "fleet_sync_paths"
+TAGS = frozenset({TAG_FLEET, TAG_HOST, TAG_DIGEST, TAG_PATHS, TAG_SOURCE})
+READ = "read"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# A route id and its generation: <base>, then <base>-g2, <base>-g3 ... for the routes that
+# replace it when LiteLLM cannot change it in place (it cannot remove a key).
+_GENERATION = re.compile(r"^(?P<base>.+-[0-9a-f]{10})(?:-g(?P<n>[1-9][0-9]{0,5}))?$")
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,25 @@ class Route:
     def digest(self) -> str | None:
         value = self.model_info.get(TAG_DIGEST)
         return value if isinstance(value, str) else None
+
+    @property
+    def written(self) -> dict[Path, str] | None:
+        """What fleet-sync recorded writing (path -> "read" or a value digest), or None for a
+        route without (a readable) record: written by hand or by an older fleet-sync."""
+        entries = self.model_info.get(TAG_PATHS)
+        if not isinstance(entries, list):
+            return None
+        out: dict[Path, str] = {}
+        for entry in entries:
+            marker, _, raw = str(entry).partition(" ")
+            try:
+                path = json.loads(raw)
+            except ValueError:
+                return None
+            if not isinstance(path, list) or len(path) < 2 or path[0] not in SECTIONS:
+                return None
+            out[tuple(str(p) for p in path)] = marker
+        return out
 
     @property
     def api_base(self) -> str | None:
@@ -82,6 +110,35 @@ def route_id(fleet: str, model: str, host: str) -> str:
     return f"{slug}-{digest}"
 
 
+def generation(rid: str) -> tuple[str, int]:
+    """(the id of generation 1, this id's generation); an id not made by route_id is its own
+    generation 1."""
+    match = _GENERATION.match(rid)
+    if match is None:
+        return rid, 1
+    return match["base"], int(match["n"] or 1)
+
+
+def generation_id(base: str, n: int) -> str:
+    return base if n == 1 else f"{base}-g{n}"
+
+
+def value_digest(value: Any) -> str:
+    return "sha256:" + hashlib.sha256(canonical_json(value).encode()).hexdigest()[:16]
+
+
+def paths_record(litellm_params: Mapping[str, Any], model_info: Mapping[str, Any]) -> list[str]:
+    """The TAG_PATHS entries for what is written (fleet-sync's own tags and the id excluded)."""
+    entries = []
+    for section, values in (("litellm_params", litellm_params), ("model_info", model_info)):
+        for path, value in leaves(section, values):
+            if section == "model_info" and (path[1] == "id" or path[1] in TAGS):
+                continue
+            marker = READ if readable(path, value) else value_digest(value)
+            entries.append(f"{marker} {json.dumps(list(path), ensure_ascii=False)}")
+    return entries  # in path order (leaves walks keys sorted)
+
+
 def route_digest(
     model_name: str, litellm_params: Mapping[str, Any], model_info: Mapping[str, Any]
 ) -> str:
@@ -100,17 +157,43 @@ def _render_host(fleet: Fleet, model: Model, host: Host) -> Route:
     params["api_base"] = host.api_base
     if api_key:
         params["api_key"] = api_key
-    rid = route_id(fleet.name, model.name, host.name)
     info: dict[str, Any] = {**d.model_info, **model.model_info, **host.model_info}
-    info.update({"id": rid, TAG_FLEET: fleet.name, TAG_HOST: host.name})
-    if fleet.source:
-        info[TAG_SOURCE] = fleet.source
-    info[TAG_DIGEST] = route_digest(model.name, params, info)
+    rid = route_id(fleet.name, model.name, host.name)
+    return _stamp(model.name, params, info, rid, fleet.name, host.name, fleet.source)
+
+
+def _stamp(
+    model_name: str,
+    params: Mapping[str, Any],
+    user_info: Mapping[str, Any],
+    rid: str,
+    fleet: str | None,
+    host: str | None,
+    source: str | None,
+) -> Route:
+    """The route as written: the id, the ownership tags, the record of paths, the digest."""
+    info: dict[str, Any] = {**user_info, "id": rid, TAG_FLEET: fleet, TAG_HOST: host}
+    if source:
+        info[TAG_SOURCE] = source
+    info[TAG_PATHS] = paths_record(params, info)
+    info[TAG_DIGEST] = route_digest(model_name, params, info)
     return Route(
-        id=rid,
-        model_name=model.name,
-        litellm_params=_sorted(params),
-        model_info=_sorted(info),
+        id=rid, model_name=model_name, litellm_params=_sorted(params), model_info=_sorted(info)
+    )
+
+
+def with_generation(route: Route, n: int) -> Route:
+    """A desired route under generation n of its id (tags and digest follow the new id)."""
+    base, _ = generation(route.id)
+    user_info = {k: v for k, v in route.model_info.items() if k != "id" and k not in TAGS}
+    return _stamp(
+        route.model_name,
+        route.litellm_params,
+        user_info,
+        generation_id(base, n),
+        route.fleet,
+        route.host,
+        route.source,
     )
 
 

@@ -7,8 +7,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from .apply import Result
+from .compare import ABSENT, UNREADABLE, FieldChange, shown
 from .health import Verified
-from .plan import ABSENT, Change, Conflict, Create, Plan, Update, shown
+from .plan import Change, Conflict, Create, Plan, Update
 from .problems import Problem
 from .redaction import Hidden, field_values, without_userinfo
 from .report_health import (
@@ -52,7 +53,7 @@ def _untested_markdown(plan: Plan) -> list[str]:
 
 
 def _value(v: Any) -> str:
-    if isinstance(v, Hidden) or v == ABSENT:
+    if isinstance(v, Hidden) or v in (ABSENT, UNREADABLE):
         return str(v)
     return json.dumps(v, ensure_ascii=False)
 
@@ -65,14 +66,21 @@ def _label(change: Change) -> str:
 NOT_LISTED = "not listed by the router: LiteLLM stored this route but serves nothing from it"
 
 
+def _field(d: FieldChange) -> str:
+    before, after = field_values(d.path, d.before, d.after)
+    via = " (checked through the digest)" if d.checked == "digest" else ""
+    return f"{d.path}: {_value(before)} -> {_value(after)}{via}"
+
+
 def _lines(change: Change) -> list[str]:
     """What a change shows, live values hidden by provenance (sync/redaction.py)."""
     if isinstance(change, Update):
         lines = [f"{NOT_LISTED}; sent again"] if not change.listed else []
-        for d in change.diff:
-            before, after = field_values(d.path, d.before, d.after)
-            lines.append(f"{d.path}: {_value(before)} -> {_value(after)}")
-        return lines
+        return lines + [_field(d) for d in change.diff]
+    if isinstance(change, Create) and change.replaces:
+        return [f"replaces {change.replaces} (created first, then it is deleted):"] + [
+            _field(d) for d in change.diff
+        ]
     if isinstance(change, Create):
         params = without_userinfo(shown(change.route)["litellm_params"])
         return [f"{k}: {_value(v)}" for k, v in params.items()]

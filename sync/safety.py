@@ -10,7 +10,7 @@ MIN_OWNED_FOR_PERCENT = 10
 def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
     """Why this plan must not run without --force; empty when it is safe."""
     reasons: list[str] = []
-    prunes = [c for c in plan.changes if isinstance(c, Delete) and c.replaced_by is None]
+    prunes = [c for c in plan.changes if isinstance(c, Delete) and c.prune]
     if prunes and plan.desired_count == 0:
         reasons.append(
             f"fleet.yaml renders no routes but the plan prunes all {len(prunes)} the fleet owns; "

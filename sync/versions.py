@@ -40,7 +40,8 @@ class LiteLLMRelease:
     @property
     def removes_params_in_place(self) -> bool:
         """PATCH drops the litellm_params keys named in litellm_params_to_remove. Older releases
-        merge (the key stays), so a removed key is taken away by re-creating the route."""
+        merge (the key stays), so a removed key is taken away by replacing the route with the
+        next generation of its id (created first, then the old one deleted)."""
         number = self.number
         return number is not None and number >= REMOVES_IN_PLACE_FROM
 

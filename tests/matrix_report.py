@@ -26,7 +26,7 @@ class VersionResult:
 def removal(version: str) -> str:
     if LiteLLMRelease(version).removes_params_in_place:
         return "in place (PATCH `litellm_params_to_remove`)"
-    return "re-created: delete + create, same id (a gap of a few hundred ms for that host)"
+    return "replaced: the next generation of its id created, then the old route deleted (no gap)"
 
 
 def table(results: Sequence[VersionResult], day: str) -> str:

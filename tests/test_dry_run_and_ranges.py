@@ -114,3 +114,23 @@ def test_dry_run_of_a_refused_plan_exits_like_apply(
     forced = fleet_sync([*preview, "--force"], proxy.env())
     assert forced.code == 0, forced.out + forced.err  # --force: apply would go ahead
     assert proxy.ids(model) == [route_id(fleet_name, model, "a")]  # still a preview
+
+
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("http://127.0.0.1:abc", "is not a valid address (Invalid port: 'abc')"),
+        ("http://[::1", "is not a valid address"),
+        ("http://:4000", "has no host"),
+    ],
+)
+def test_a_proxy_url_that_is_no_address_is_an_error_not_a_traceback(
+    url: str, message: str, tmp_path: Path
+) -> None:
+    """Found by the outside attack: httpx raised InvalidURL from deep inside the client."""
+    fleet = write_fleet(tmp_path / "fleet.yaml", "bad-url", {"m": {"hosts": {"a": OLD}}})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_PROXY_")}
+    env.update(LITELLM_PROXY_API_KEY="sk-bad-url-test")
+    run = fleet_sync(["plan", "-f", str(fleet), "--proxy-url", url], env)
+    assert run.code == 1, run.out + run.err
+    assert message in run.err, run.err

@@ -73,7 +73,8 @@ def test_pr_comment_separates_this_pr_from_live_drift_and_is_sticky(
     assert fleet_sync(["apply", "-f", str(tmp_path / "base.yaml")], main).code == 0
     with proxy.http() as http:
         rid_b = route_id(fleet_name, model, "b")
-        http.patch(f"/model/{rid_b}/update", json={"litellm_params": {"rpm": 1}})
+        moved = {"api_base": "http://10.0.0.99:8000/v1"}
+        http.patch(f"/model/{rid_b}/update", json={"litellm_params": moved})
     pr = fake_github.add_pull_request(7)
     event = {"pull_request": {"number": pr, "base": {"sha": base_sha}, "head": {"sha": head_sha}}}
     env = actions_env(proxy, fake_github, tmp_path, event, head_sha)
@@ -92,7 +93,7 @@ def test_pr_comment_separates_this_pr_from_live_drift_and_is_sticky(
     this_pr, drift = body.split("#### This PR changes")[1].split("#### Drift already live")
     assert route_id(fleet_name, model, "a") in this_pr and NEW in this_pr
     assert rid_b not in this_pr
-    assert rid_b in drift and "litellm_params.rpm" in drift
+    assert rid_b in drift and "litellm_params.api_base" in drift
     assert "This PR changes (1)" in body and "Drift already live (1)" in body
     assert proxy.api_key not in body and fake_github.token not in run.out + run.err
     assert "fleet-sync plan" in (tmp_path / "summary.md").read_text(encoding="utf-8")

@@ -65,7 +65,11 @@ def two_host_fleet(**top: Any) -> Fleet:
                 "litellm_params": {"rpm": 10},
                 "hosts": [{"name": "a", "api_base": NEW}, {"name": "b", "api_base": OLD}],
             },
-            "n": {"served_model": "org/m", "hosts": [{"name": "c", "api_base": OLD}]},
+            "n": {
+                "served_model": "org/m",
+                "litellm_params": {"rpm": 10},  # edited by hand in some tests: drift
+                "hosts": [{"name": "c", "api_base": OLD}],
+            },
         },
         **top,
     )
@@ -115,7 +119,11 @@ def test_require_keeps_the_prunes_of_a_group_whose_change_was_withheld() -> None
     fleet = fleet_of(
         {
             "m": {"served_model": "org/m", "hosts": [{"name": "new", "api_base": NEW}]},
-            "n": {"served_model": "org/m", "hosts": [{"name": "c", "api_base": OLD}]},
+            "n": {
+                "served_model": "org/m",
+                "litellm_params": {"rpm": 10},  # edited by hand in some tests: drift
+                "hosts": [{"name": "c", "api_base": OLD}],
+            },
         },
     )
     gone_m, gone_n = tagged("m", "old", OLD), tagged("n", "gone", NEW)

@@ -298,7 +298,8 @@ def test_automerge_leaves_a_plan_with_other_changes_for_review(
     apply_base(proxy, repo)
     with proxy.http() as http:  # someone edits host b by hand: drift the plan would repair
         answer = http.patch(
-            f"/model/{route_id(fleet_name, model, 'b')}/update", json={"litellm_params": {"rpm": 7}}
+            f"/model/{route_id(fleet_name, model, 'b')}/update",
+            json={"litellm_params": {"timeout": 7}},  # a key fleet.yaml sets
         )
         assert answer.status_code == 200, answer.text
 

@@ -248,7 +248,7 @@ def test_branch_names_are_readable_safe_and_distinct() -> None:
 def test_automerge_needs_a_plan_that_only_moves_that_host() -> None:
     def fleet(a: str, rpm_b: int = 1) -> Fleet:
         hosts = (
-            Host("a", a, True, None, None, {}, {}),
+            Host("a", a, True, None, None, {"rpm": 1}, {}),  # rpm: edited by hand below
             Host("b", "http://10.0.0.2:1/v1", True, None, None, {"rpm": rpm_b}, {}),
         )
         model = Model("m", "org/m", None, None, {}, {}, hosts)

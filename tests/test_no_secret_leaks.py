@@ -175,6 +175,20 @@ def test_no_secret_in_any_output_of_any_command(
                 assert answer.status_code == 200, answer.text
         route_a = proxy.route(rid_a)
         assert route_a is not None and route_a["litellm_params"]["organization"] == HAND_RESOLVED
+        # fleet.yaml swaps its references: the plans compare those paths through the digest
+        # (LiteLLM lists the resolved values) and must say so without showing either value.
+        swapped = {
+            "organization": "os.environ/DATABASE_URL",
+            "api_version": "os.environ/LITELLM_MASTER_KEY",
+            "rpm": 60,
+        }
+        write_fleet(
+            fleet,
+            fleet_name,
+            {model: {"litellm_params": swapped, "hosts": {"a": OLD, "b": NEW}}},
+            owns="model_groups",
+            defaults={"api_key": f"os.environ/{UPSTREAM_VARIABLE}"},
+        )
 
         plans()  # updates: live values resolved from references, before and after
         for fmt in ("text", "markdown", "json"):

@@ -13,10 +13,19 @@ from typing import Any
 import pytest
 import yaml
 
+from sync.compare import ABSENT
 from sync.fleet import fleet_from_doc
 from sync.litellm import parse_route
-from sync.plan import ABSENT, Plan, make_plan
-from sync.redaction import HIDDEN_UNSET, MISSING, hidden_reference, live_value, plan_json
+from sync.plan import Plan, make_plan
+from sync.redaction import (
+    HIDDEN_DIFFERS,
+    HIDDEN_SHAPE,
+    HIDDEN_UNSET,
+    MISSING,
+    hidden_reference,
+    live_value,
+    plan_json,
+)
 from sync.render import render
 from sync.report import plan_markdown, plan_text
 from sync.scrub import MASK, ScrubbedStream, Scrubber, session
@@ -49,8 +58,26 @@ REF = "os.environ/LITELLM_MASTER_KEY"
             "litellm_params.extra_headers",
             {"H": [REF, hidden_reference(REF)]},
         ),
-        # Literals fleet.yaml sets, numbers and booleans are shown; addresses lose user:pass@.
-        ("acme", "acme-new", "litellm_params.organization", "acme"),
+        # A live litellm_params string that differs from the literal fleet.yaml now sets may be
+        # what LiteLLM resolved from an earlier reference (a PR replacing
+        # `organization: os.environ/LITELLM_MASTER_KEY` by `12345` printed the master key).
+        ("acme", "acme-new", "litellm_params.organization", HIDDEN_DIFFERS),
+        (MASTER, 12345, "litellm_params.organization", HIDDEN_DIFFERS),
+        (MASTER, 30, "litellm_params.timeout", HIDDEN_DIFFERS),
+        ("acme", "acme", "litellm_params.organization", "acme"),
+        ("hand-set", "fleet-set", "model_info.description", "hand-set"),
+        # model and api_base are shown in their field's shape only; an address loses its
+        # user:pass@, query and fragment (a hand-edited ?api-key=... is a credential).
+        ("hosted_vllm/org/m", "hosted_vllm/org/n", "litellm_params.model", "hosted_vllm/org/m"),
+        (MASTER, "hosted_vllm/org/n", "litellm_params.model", HIDDEN_SHAPE),
+        (
+            "http://h:1/v1?api-key=QS&password=Q2",
+            MISSING,
+            "litellm_params.api_base",
+            "http://h:1/v1?***",
+        ),
+        ("postgresql://u:pw@db:5432/x", "http://h:1/v1", "litellm_params.api_base", HIDDEN_SHAPE),
+        # Numbers and booleans are shown; addresses lose user:pass@.
         (600.0, MISSING, "litellm_params.timeout", 600.0),
         (True, MISSING, "model_info.supports_vision", True),
         ("http://u:pw@h:1/v1", "http://h:1/v1", "litellm_params.api_base", "http://***@h:1/v1"),
@@ -70,17 +97,21 @@ defaults: {api_key: os.environ/UPSTREAM_KEY}
 models:
   m:
     served_model: org/m
-    litellm_params: {organization: os.environ/LITELLM_MASTER_KEY, rpm: 5}
+    litellm_params: {organization: os.environ/LITELLM_MASTER_KEY, rpm: 5, extra_body: {tags: [x]}}
     hosts: [{name: a, api_base: "http://10.0.0.1:8000/v1"}]
 """
 
 
 def resolved_plan() -> Plan:
-    """Live: our route as LiteLLM lists it after resolving the reference, plus a hand-made
-    untagged route with credentials in its address and a plaintext header."""
+    """Live: our route as LiteLLM lists it after resolving the reference (written when
+    fleet.yaml named another variable), a hand edit adding a secret to a list fleet.yaml sets,
+    plus a hand-made untagged route with credentials in its address and a plaintext header."""
     fleet = fleet_from_doc(parse_yaml(FLEET, "fleet.yaml"), "fleet.yaml")
     (desired,) = render(fleet)
-    ours = desired.deployment()
+    (written,) = render(
+        fleet_from_doc(parse_yaml(FLEET.replace(REF, "os.environ/OLD"), "f.yaml"), "f.yaml")
+    )
+    ours = written.deployment()
     ours["litellm_params"].pop("api_key")
     ours["litellm_params"]["organization"] = MASTER
     ours["litellm_params"]["extra_body"] = {"tags": ["x", "hand-added-secret"]}
@@ -118,7 +149,7 @@ def test_no_output_format_shows_a_live_secret() -> None:
     update, delete = body["changes"]
     assert update["after"]["litellm_params"]["organization"] == REF
     assert update["before"]["litellm_params"]["organization"] == hidden_reference(REF)
-    assert update["before"]["litellm_params"]["extra_body"] == {"tags": [HIDDEN_UNSET] * 2}
+    assert update["before"]["litellm_params"]["extra_body"] == {"tags": ["x", HIDDEN_UNSET]}
     assert delete["before"]["litellm_params"]["api_base"] == "http://***@10.0.0.9:8000/v1"
     assert delete["before"]["model_name"] == "m"
     assert body["hash"] == plan.hash  # the hash is the plan's, not the redacted view's
@@ -204,10 +235,12 @@ def test_a_replaced_route_is_judged_against_its_replacement() -> None:
     plan = make_plan(fleet, [desired], [route])
     delete = plan_json(plan)["changes"][1]
     assert delete["replaced_by"] == desired.id
+    # Shown on the copy's paths only: LiteLLM's own keys cannot be told from region (set by
+    # hand), and a route fleet-sync did not write has no record of what was written.
     assert delete["before"]["litellm_params"] == {
         "api_base": "http://10.0.0.1:8000/v1",
+        "api_key": hidden_reference("os.environ/UPSTREAM_KEY"),
         "model": "hosted_vllm/org/m",
         "organization": hidden_reference(REF),
-        "region": HIDDEN_UNSET,
         "rpm": 5,
     }

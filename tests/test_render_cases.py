@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from sync.fleet import Fleet, load_fleet
-from sync.render import TAG_DIGEST, Route, render, render_config
+from sync.render import TAG_DIGEST, TAG_PATHS, Route, render, render_config
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_DIR = ROOT / "tests" / "cases" / "render"
@@ -142,7 +142,13 @@ def test_digest_changes_with_api_key_reference_only(tmp_path: Path) -> None:
         assert new.litellm_params["api_key"] == "os.environ/VLLM_API_KEY_2"
         assert {**new.litellm_params, "api_key": None} == {**old.litellm_params, "api_key": None}
         assert new.digest != old.digest
-        assert {**new.model_info, TAG_DIGEST: None} == {**old.model_info, TAG_DIGEST: None}
+        # The record of paths keeps a digest of the reference (LiteLLM resolves it on read).
+        assert new.written is not None and old.written is not None
+        key = ("litellm_params", "api_key")
+        assert new.written[key] != old.written[key] and new.written[key].startswith("sha256:")
+        assert {**new.written, key: None} == {**old.written, key: None}
+        ignore = {TAG_DIGEST: None, TAG_PATHS: None}
+        assert {**new.model_info, **ignore} == {**old.model_info, **ignore}
         # What a read-back sees (no api_key) is identical: only the digest tells them apart.
         seen_old = {k: v for k, v in old.litellm_params.items() if k != "api_key"}
         seen_new = {k: v for k, v in new.litellm_params.items() if k != "api_key"}

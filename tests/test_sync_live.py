@@ -245,12 +245,13 @@ def test_saved_plan_goes_stale(proxy: Proxy, tmp_path: Path, fleet_name: str) ->
     saved = tmp_path / "plan.json"
     assert fleet_sync(["plan", "-f", str(fleet), "--out", str(saved)], proxy.env()).code == 0
     rid = route_id(fleet_name, model, "a")
-    with proxy.http() as http:  # live state moves between review and apply
-        http.patch(f"/model/{rid}/update", json={"litellm_params": {"rpm": 7}})
+    moved = "http://10.0.0.77:8000/v1"
+    with proxy.http() as http:  # live state moves between review and apply (a hand edit)
+        http.patch(f"/model/{rid}/update", json={"litellm_params": {"api_base": moved}})
     run = fleet_sync(["apply", "-f", str(fleet), "--plan", str(saved)], proxy.env())
     assert run.code == 3 and "stale" in run.err
     route = proxy.route(rid)
-    assert route is not None and route["litellm_params"]["api_base"] == OLD  # nothing written
+    assert route is not None and route["litellm_params"]["api_base"] == moved  # nothing written
     assert fleet_sync(["plan", "-f", str(fleet), "--out", str(saved)], proxy.env()).code == 0
     apply_ok(proxy, fleet, "--plan", str(saved))
 
@@ -289,16 +290,29 @@ def test_removed_param_is_dropped(proxy: Proxy, tmp_path: Path, fleet_name: str)
     )
     apply_ok(proxy, fleet)
     write_fleet(fleet, fleet_name, {model: {"hosts": {"a": OLD}}})
+    # How it goes depends on the version: in place where PATCH honours litellm_params_to_remove
+    # (1.109+); else the route is replaced by the next generation of its id, created before the
+    # old one is deleted. Never a delete and re-create of the same id.
+    in_place = LiteLLMRelease(proxy.litellm_version()).removes_params_in_place
+    plan = plan_json(proxy, fleet)
+    rid = route_id(fleet_name, model, "a")
+    serving = rid if in_place else f"{rid}-g2"
+    if in_place:
+        assert [(c["action"], c["id"]) for c in plan["changes"]] == [("update", rid)]
+        assert plan["changes"][0]["removes"] == ["litellm_params.rpm"]
+    else:
+        assert [(c["action"], c["id"]) for c in plan["changes"]] == [
+            ("create", serving),
+            ("delete", rid),
+        ]
+        assert plan["changes"][1]["removes"] == ["litellm_params.rpm"]
     run = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
     assert run.code == 0, run.out + run.err
     assert_converged(proxy, fleet)
-    route = proxy.route(route_id(fleet_name, model, "a"))
-    assert route is not None and "rpm" not in route["litellm_params"]
-    # How it went depends on the version: in place where PATCH honours litellm_params_to_remove
-    # (1.109+), else by re-creating the route (delete + create with the same id).
-    in_place = LiteLLMRelease(proxy.litellm_version()).removes_params_in_place
     assert ("removed rpm in place" in run.out) is in_place, run.out
-    assert ("re-created to remove rpm" in run.out) is not in_place, run.out
+    assert proxy.ids(model) == [serving]
+    route = proxy.route(serving)
+    assert route is not None and "rpm" not in route["litellm_params"]
 
 
 def test_plan_text_is_coloured_only_in_a_terminal(

@@ -174,7 +174,8 @@ def test_plan_apply_drift_jobs_run_as_on_github(
     assert clean.success and clean.outputs["result"] == "no-changes", clean.stderr
     with proxy.http() as http:
         http.patch(
-            f"/model/{route_id(fleet_name, model, 'a')}/update", json={"litellm_params": {"rpm": 3}}
+            f"/model/{route_id(fleet_name, model, 'a')}/update",
+            json={"litellm_params": {"api_base": "http://10.0.0.98:8000/v1"}},
         )
     drift = loop.job(path_of(which, "drift.yml"), work, {}, head)
     assert not drift.success
