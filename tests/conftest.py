@@ -75,6 +75,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         "litellm_version", versions, indirect=True, scope="session", ids=lambda v: f"litellm-{v}"
     )
 
+
 # Property tests (tests/test_plan_properties.py): 1,000 examples per property in CI, derandomized
 # and without the example database so a CI run is reproducible; a quicker random run locally.
 settings.register_profile(

@@ -17,7 +17,17 @@ from hypothesis import strategies as st
 
 from sync.fleet import Fleet, fleet_from_doc
 from sync.plan import Plan, make_plan
-from sync.render import TAG_DIGEST, TAG_FLEET, TAG_HOST, TAG_SOURCE, Route, render, route_id
+from sync.render import (
+    TAG_DIGEST,
+    TAG_FLEET,
+    TAG_HOST,
+    TAG_SOURCE,
+    TAGS,
+    Route,
+    render,
+    route_id,
+    with_generation,
+)
 from sync.yamlmarks import Marks, YamlDoc
 
 from .memproxy import MemProxy
@@ -52,6 +62,7 @@ PARAM_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "organization": TEXT | reference(),
     "region_name": reference(("REGION",)),
     "use_in_pass_through": st.booleans(),
+    "input_cost_per_token": st.sampled_from([0.0, 1e-06, 2.5e-06]),
     "extra_headers": st.fixed_dictionaries({"X-Team": TEXT}, optional={"X-Auth-Token": reference()})
     | st.fixed_dictionaries({"X-Auth-Token": reference()}),
     "extra_body": st.fixed_dictionaries(
@@ -63,7 +74,6 @@ INFO_VALUES: dict[str, st.SearchStrategy[Any]] = {
     "mode": st.sampled_from(["chat", "completion"]),
     "team": TEXT,
     "supports_vision": st.booleans(),
-    "input_cost_per_token": st.sampled_from([0.0, 1e-06]),
     "base_model": st.sampled_from(SERVED),
 }
 
@@ -142,6 +152,7 @@ class World:
     proxy: MemProxy
     take_over: bool  # apply --take-over
     notes: tuple[str, ...]  # what the generator put on the proxy (shown when a property fails)
+    hand_edits: frozenset[tuple[str, str, str]]  # (id, section, top-level key) edited by hand
 
     def listed(self) -> list[Route]:
         return self.proxy.listing()
@@ -157,11 +168,14 @@ class World:
         if shuffle:
             shuffle(listed)
             shuffle(unlisted)
-        return make_plan(self.fleet, self.desired, listed, unlisted, self.take_over)
+        return make_plan(
+            self.fleet, self.desired, listed, unlisted, self.take_over, self.proxy.version
+        )
 
     def __repr__(self) -> str:  # what a failing example prints: enough to write it as a case
         return (
-            f"World(fleet.yaml={self.doc!r}, take_over={self.take_over}, live={list(self.notes)!r})"
+            f"World(fleet.yaml={self.doc!r}, litellm={self.proxy.version}, "
+            f"take_over={self.take_over}, live={list(self.notes)!r})"
         )
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # hypothesis prints with this
@@ -169,7 +183,7 @@ class World:
 
 
 def untagged(info: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in info.items() if not k.startswith("fleet_sync_")}
+    return {k: v for k, v in info.items() if k not in TAGS}
 
 
 def portal_route(rid: str, model: str, address: str) -> dict[str, Any]:
@@ -196,7 +210,7 @@ OLDER = {
 
 def older_route(doc: dict[str, Any], route: Route, older: str) -> Route:
     """The route an older fleet.yaml rendered for this host: this one with one host-level
-    setting more (or other), rendered by fleet-sync itself (tags included)."""
+    setting more (or other), rendered by fleet-sync itself (tags and record included)."""
     where, value = OLDER[older]
     earlier = copy.deepcopy(doc)
     host = next(h for h in earlier["models"][route.model_name]["hosts"] if h["name"] == route.host)
@@ -214,6 +228,8 @@ FATES = (
     "drifted",
     "stale_digest",
     "written_by_older_yaml",
+    "next_generation",
+    "two_generations",
     "stored_not_listed",
     "tags_lost",
     "no_source_tag",
@@ -223,7 +239,6 @@ FATES = (
     "held_by_config",
 )
 DRIFTS = ("address", "param_changed", "param_added", "param_missing", "info_changed", "renamed")
-Put = Callable[..., None]
 
 
 @st.composite
@@ -231,125 +246,150 @@ def worlds(draw: Draw, fleet_doc: st.SearchStrategy[dict[str, Any]] | None = Non
     doc = draw(fleet_doc or fleet_docs())
     fleet = load(doc)
     desired = render(fleet)
-    proxy = MemProxy()
-    notes: list[str] = []
-    taken: set[str] = set()
+    builder = Builder(draw, doc, MemProxy(draw(st.sampled_from(["1.108.7", "1.110.2"]))))
+    for route in desired:
+        builder.place(route)
+    builder.place_others()
+    return World(
+        doc,
+        fleet,
+        desired,
+        builder.proxy,
+        draw(st.booleans()),
+        tuple(builder.notes),
+        frozenset(builder.hand_edits),
+    )
 
-    def put(deployment: dict[str, Any], note: str, how: str = "db") -> None:
+
+class Builder:
+    """Puts generated routes on the in-memory proxy, noting what each one is."""
+
+    def __init__(self, draw: Draw, doc: dict[str, Any], proxy: MemProxy) -> None:
+        self.draw = draw
+        self.doc = doc
+        self.proxy = proxy
+        self.notes: list[str] = []
+        self.hand_edits: set[tuple[str, str, str]] = set()
+
+    def put(self, deployment: dict[str, Any], note: str, how: str = "db") -> None:
         """Onto the proxy: a database route (db), one its router does not list (unlisted), or
         one from its config file (config). An id already there is skipped."""
         rid = deployment["model_info"]["id"]
-        if rid in taken:
+        if rid in self.proxy.rows:
             return
-        taken.add(rid)
-        add = {"db": proxy.create, "unlisted": proxy.add_unlisted_route}
-        add.get(how, proxy.add_config_route)(deployment)
-        notes.append(f"{rid}: {note}" + ("" if how == "db" else f" ({how})"))
+        add = {"db": self.proxy.create, "unlisted": self.proxy.add_unlisted_route}
+        add.get(how, self.proxy.add_config_route)(deployment)
+        self.notes.append(f"{rid}: {note}" + ("" if how == "db" else f" ({how})"))
 
-    for route in desired:
-        _place(draw, put, doc, route)
-    _place_others(draw, put)
-    return World(doc, fleet, desired, proxy, draw(st.booleans()), tuple(notes))
+    def place(self, route: Route) -> None:
+        """A route fleet.yaml renders, as the live proxy holds it (or not)."""
+        draw, put = self.draw, self.put
+        fate = draw(st.sampled_from(FATES))
+        deployment = route.deployment()
+        info = deployment["model_info"]
+        if fate == "absent":
+            return
+        if fate in ("matching", "stale_digest", "stored_not_listed"):
+            if fate == "stale_digest":
+                info[TAG_DIGEST] = "0000000000000000"
+            put(deployment, fate, "unlisted" if fate == "stored_not_listed" else "db")
+        elif fate == "drifted":
+            drift = draw(st.sampled_from(DRIFTS))
+            self.hand_edits.add((route.id, *_drift(draw, deployment, drift)))
+            put(deployment, f"{fate} ({drift})")
+        elif fate == "written_by_older_yaml":
+            older = draw(st.sampled_from(sorted(OLDER)))
+            put(older_route(self.doc, route, older).deployment(), f"{fate} ({older})")
+            if draw(st.booleans()):  # the next generation, which a replacement would take
+                self.hold(with_generation(route, 2).id, route.model_name, "next generation")
+        elif fate in ("next_generation", "two_generations"):
+            if fate == "two_generations":
+                put(older_route(self.doc, route, "param_added").deployment(), "generation 1")
+            put(with_generation(route, 2).deployment(), "generation 2")
+        elif fate == "tags_lost":
+            deployment["model_info"] = untagged(info)
+            put(deployment, fate)
+        elif fate == "no_source_tag":  # written before fleet_sync_source existed
+            info.pop(TAG_SOURCE, None)
+            put(deployment, fate)
+        elif fate == "held_by_same_fleet_other_source":  # another team copied fleet: f1
+            info[TAG_SOURCE] = OTHER_SOURCE
+            put(deployment, fate)
+        else:
+            self.hold(route.id, route.model_name, "this fleet's id")
 
-
-def _place(draw: Draw, put: Put, doc: dict[str, Any], route: Route) -> None:
-    """A route fleet.yaml renders, as the live proxy holds it (or not)."""
-    fate = draw(st.sampled_from(FATES))
-    deployment = route.deployment()
-    info = deployment["model_info"]
-    if fate == "absent":
-        return
-    if fate in ("matching", "stale_digest", "stored_not_listed"):
-        if fate == "stale_digest":
-            info[TAG_DIGEST] = "0000000000000000"
-        put(deployment, fate, "unlisted" if fate == "stored_not_listed" else "db")
-    elif fate == "drifted":
-        drift = draw(st.sampled_from(DRIFTS))
-        _drift(draw, deployment, drift)
-        put(deployment, f"{fate} ({drift})")
-    elif fate == "written_by_older_yaml":
-        older = draw(st.sampled_from(sorted(OLDER)))
-        put(older_route(doc, route, older).deployment(), f"{fate} ({older})")
-    elif fate == "tags_lost":
-        deployment["model_info"] = untagged(info)
-        put(deployment, fate)
-    elif fate == "no_source_tag":  # written before fleet_sync_source existed
-        info.pop(TAG_SOURCE, None)
-        put(deployment, fate)
-    elif fate == "held_by_same_fleet_other_source":  # another team copied fleet: f1
-        info[TAG_SOURCE] = OTHER_SOURCE
-        put(deployment, fate)
-    else:
-        kind = fate.removeprefix("held_by_").removeprefix("held_")
-        _hold(draw, put, route.id, route.model_name, kind)
-
-
-def _hold(draw: Draw, put: Put, rid: str, model: str, kind: str) -> None:
-    """A route this fleet does not own holding one of its ids: another fleet's, an untagged
-    one in another model group, or a config-file route; in this model group or another."""
-    if kind == "untagged_elsewhere" or draw(st.booleans()):
-        model = draw(st.sampled_from(elsewhere(model)))
-    deployment = portal_route(rid, model, draw(st.sampled_from(ADDRESSES)))
-    if kind == "other_fleet":
-        deployment["model_info"].update({TAG_FLEET: OTHER_FLEET, TAG_HOST: "a"})
-    put(
-        deployment,
-        f"this fleet's id held by {kind} in {model}",
-        "config" if kind == "config" else "db",
-    )
-
-
-def _place_others(draw: Draw, put: Put) -> None:
-    # Routes tagged with this fleet's name for hosts it no longer renders (drained, removed),
-    # from this source, no source or another one. Sometimes many: the prune-percentage rule
-    # starts at 10 owned routes.
-    pairs = st.tuples(st.sampled_from(MODELS), st.sampled_from(HOSTS))
-    crowded = draw(st.integers(0, 3)) == 0
-    for model, host in draw(
-        st.lists(pairs, min_size=8 if crowded else 0, max_size=16, unique=True)
-    ):
-        rid = route_id(FLEET, model, host)
-        deployment = portal_route(rid, model, ADDRESSES[0])
-        deployment["model_info"].update({TAG_FLEET: FLEET, TAG_HOST: host, TAG_DIGEST: "0" * 16})
-        source = draw(st.sampled_from([None, None, SOURCE, OTHER_SOURCE]))
-        if source:
-            deployment["model_info"][TAG_SOURCE] = source
-        how = draw(st.sampled_from(["db", "db", "db", "unlisted"]))
-        put(deployment, f"tagged {FLEET} (source {source}), not rendered", how)
-    # Other fleets', untagged and config-file routes, in and outside this fleet's model groups.
-    others = st.tuples(
-        st.sampled_from(["other_fleet", "untagged", "config", "unlisted_other_fleet"]),
-        st.sampled_from((*MODELS, *FOREIGN_MODELS)),
-        st.sampled_from(ADDRESSES),
-    )
-    for index, (kind, model, address) in enumerate(draw(st.lists(others, max_size=6))):
-        deployment = portal_route(f"{kind}-{index}", model, address)
-        if kind.endswith("other_fleet"):
+    def hold(self, rid: str, model: str, what: str) -> None:
+        """A route this fleet does not own holding one of its ids: another fleet's, an untagged
+        one in another model group, or a config-file route; in this model group or another."""
+        draw = self.draw
+        kind = draw(st.sampled_from(["other_fleet", "untagged", "config"]))
+        if kind == "untagged" or draw(st.booleans()):
+            model = draw(st.sampled_from(elsewhere(model)))
+        deployment = portal_route(rid, model, draw(st.sampled_from(ADDRESSES)))
+        if kind == "other_fleet":
             deployment["model_info"].update({TAG_FLEET: OTHER_FLEET, TAG_HOST: "a"})
-        how = {"config": "config", "unlisted_other_fleet": "unlisted"}.get(kind, "db")
-        put(deployment, f"{kind} in {model}", how)
+        self.put(
+            deployment, f"{what} held by {kind} in {model}", "config" if kind == "config" else "db"
+        )
+
+    def place_others(self) -> None:
+        draw, put = self.draw, self.put
+        # Routes tagged with this fleet's name for hosts it no longer renders (drained,
+        # removed), from this source, no source or another one. Sometimes many: the
+        # prune-percentage rule starts at 10 owned routes.
+        pairs = st.tuples(st.sampled_from(MODELS), st.sampled_from(HOSTS))
+        crowded = draw(st.integers(0, 3)) == 0
+        for model, host in draw(
+            st.lists(pairs, min_size=8 if crowded else 0, max_size=16, unique=True)
+        ):
+            rid = route_id(FLEET, model, host)
+            deployment = portal_route(rid, model, ADDRESSES[0])
+            info = deployment["model_info"]
+            info.update({TAG_FLEET: FLEET, TAG_HOST: host, TAG_DIGEST: "0" * 16})
+            source = draw(st.sampled_from([None, None, SOURCE, OTHER_SOURCE]))
+            if source:
+                info[TAG_SOURCE] = source
+            how = draw(st.sampled_from(["db", "db", "db", "unlisted"]))
+            put(deployment, f"tagged {FLEET} (source {source}), not rendered", how)
+        # Other fleets', untagged and config-file routes, in and outside the fleet's groups.
+        others = st.tuples(
+            st.sampled_from(["other_fleet", "untagged", "config", "unlisted_other_fleet"]),
+            st.sampled_from((*MODELS, *FOREIGN_MODELS)),
+            st.sampled_from(ADDRESSES),
+        )
+        for index, (kind, model, address) in enumerate(draw(st.lists(others, max_size=6))):
+            deployment = portal_route(f"{kind}-{index}", model, address)
+            if kind.endswith("other_fleet"):
+                deployment["model_info"].update({TAG_FLEET: OTHER_FLEET, TAG_HOST: "a"})
+            how = {"config": "config", "unlisted_other_fleet": "unlisted"}.get(kind, "db")
+            put(deployment, f"{kind} in {model}", how)
 
 
-def _drift(draw: Draw, deployment: dict[str, Any], drift: str) -> None:
-    """A hand edit of a live route, or a route an older fleet.yaml wrote."""
+def _drift(draw: Draw, deployment: dict[str, Any], drift: str) -> tuple[str, str]:
+    """A hand edit of a live route; returns the (section, top-level key) it changed."""
     params, info = deployment["litellm_params"], deployment["model_info"]
     if drift == "address":
         moved = [a for a in ADDRESSES if a != params["api_base"]]
         params["api_base"] = draw(st.sampled_from(moved))
-    elif drift == "param_changed":
+        return "litellm_params", "api_base"
+    if drift == "param_changed":
         key = draw(st.sampled_from(sorted(PARAM_VALUES)))
         params[key] = draw(PARAM_VALUES[key])
-    elif drift == "param_added":
+        return "litellm_params", key
+    if drift == "param_added":
         params["max_parallel_requests"] = draw(st.integers(1, 9))
-    elif drift == "param_missing":
-        optional = sorted(set(params) - {"model", "api_base"})
-        if optional:
-            del params[draw(st.sampled_from(optional))]
-    elif drift == "info_changed":
+        return "litellm_params", "max_parallel_requests"
+    if drift == "param_missing":
+        key = draw(st.sampled_from(sorted(set(params) - {"model", "api_base"}) or ["model"]))
+        if key != "model":
+            del params[key]
+        return "litellm_params", key
+    if drift == "info_changed":
         key = draw(st.sampled_from(sorted(INFO_VALUES)))
         info[key] = draw(INFO_VALUES[key])
-    else:
-        deployment["model_name"] = draw(st.sampled_from(elsewhere(deployment["model_name"])))
+        return "model_info", key
+    deployment["model_name"] = draw(st.sampled_from(elsewhere(deployment["model_name"])))
+    return "", "model_name"
 
 
 def elsewhere(model: str) -> list[str]:

@@ -1,13 +1,16 @@
-"""An in-memory LiteLLM 1.108.7 for property tests of the plan core: it stores what
-POST /model/new and PATCH /model/{id}/update store and lists it the way /v2/model/info does, as
-far as fleet-sync's comparison cares. Not a replacement for the real proxy (tests/*_live.py):
-the writes never fail, and only what changes a compared value is modelled:
+"""An in-memory LiteLLM for property tests of the plan core: it stores what POST /model/new and
+PATCH /model/{id}/update store and lists it the way /v2/model/info does (1.108.7; 1.110.2 where
+removal differs), as far as fleet-sync's comparison cares. Not a replacement for the real proxy
+(tests/*_live.py): the writes never fail, and only what changes a compared value is modelled:
 
 - PATCH merges: litellm_params and model_info are updated key by key (dict.update of the
-  stored row), nulls dropped; a key absent from the body stays stored;
+  stored row), nulls dropped; a key absent from the body stays stored; a PATCH with
+  litellm_params_to_remove removes those keys only on a LiteLLM that does (1.109 and later);
 - pydantic coerces the typed router params (rpm "120" is stored as 120, timeout 600 as 600.0);
-- the listing drops api_key, resolves os.environ/ references, masks what the core says LiteLLM
-  masks, and adds LiteLLM's own defaults and model_info enrichment.
+- the listing drops api_key, resolves os.environ/ references at any depth, masks what the
+  core's rule (sync.normalise.masked_key) says LiteLLM masks, and adds LiteLLM's own defaults
+  and model_info enrichment;
+- a row the router could not load is stored but not listed, until a write loads it.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sync.litellm import parse_route
-from sync.normalise import INFO_BOOKKEEPING, PARAM_DEFAULTS
+from sync.normalise import REFERENCE_PREFIX, masked_key
 from sync.plan import Plan, Update
 from sync.render import Route
+from sync.versions import LiteLLMRelease
 
 # Field types of LiteLLM 1.108.7's GenericLiteLLMParams that pydantic coerces on write.
 COERCED: Mapping[str, type] = {
@@ -30,8 +34,17 @@ COERCED: Mapping[str, type] = {
     "timeout": float,
     "stream_timeout": float,
 }
-REFERENCE = "os.environ/"
-# What LiteLLM adds to model_info of every listed route (a sample of its cost-map fields).
+# Never listed: LiteLLM drops the key outright (the rest of what it hides, it masks).
+DROPPED = frozenset({"api_key"})
+# What LiteLLM 1.108.7 adds to every listed route: its boolean defaults in litellm_params, and
+# in model_info its bookkeeping and a sample of the ~200 cost-map fields.
+PARAM_DEFAULTS: Mapping[str, Any] = {
+    "allow_client_keepalive_override": False,
+    "merge_reasoning_content_in_choices": False,
+    "use_in_pass_through": False,
+    "use_litellm_proxy": False,
+    "use_xai_oauth": False,
+}
 ENRICHMENT: Mapping[str, Any] = {
     "key": "hosted_vllm/enriched",
     "litellm_provider": "hosted_vllm",
@@ -41,9 +54,6 @@ ENRICHMENT: Mapping[str, Any] = {
     "input_cost_per_token": None,
     "output_cost_per_token": None,
 }
-assert set(ENRICHMENT) - {"max_tokens", "input_cost_per_token", "output_cost_per_token"} <= (
-    INFO_BOOKKEEPING
-)
 
 
 class IdTaken(Exception):
@@ -67,7 +77,7 @@ class Row:
 
 def _coerce(key: str, value: Any) -> Any:
     kind = COERCED.get(key)
-    if kind is None or isinstance(value, bool) or (isinstance(value, str) and REFERENCE in value):
+    if kind is None or isinstance(value, bool) or str(value).startswith(REFERENCE_PREFIX):
         return value
     try:
         return kind(value)
@@ -86,20 +96,13 @@ def resolved(name: str) -> str:
 
 
 def _resolve(value: Any) -> Any:
-    if isinstance(value, str) and value.startswith(REFERENCE):
-        return resolved(value[len(REFERENCE) :])
+    if isinstance(value, str) and value.startswith(REFERENCE_PREFIX):
+        return resolved(value.removeprefix(REFERENCE_PREFIX))
     if isinstance(value, dict):
         return {k: _resolve(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_resolve(v) for v in value]
     return value
-
-
-def masked_key(key: str) -> bool:
-    """LiteLLM's SensitiveDataMasker test on a key (segments split on _ and -)."""
-    segments = set(key.lower().replace("-", "_").split("_"))
-    secret = {"password", "secret", "key", "token", "auth", "authorization", "credential"}
-    return "cost" not in segments and bool(segments & secret)
 
 
 def _mask(key: str, value: Any) -> Any:
@@ -114,6 +117,7 @@ def _mask(key: str, value: Any) -> Any:
 
 @dataclass
 class MemProxy:
+    version: str = "1.108.7"  # the LiteLLM it behaves as (only removal in place depends on it)
     rows: dict[str, Row] = field(default_factory=dict)
 
     # -- the admin API ----------------------------------------------------------------------
@@ -134,6 +138,13 @@ class MemProxy:
         row.model_info["id"] = route_id
         row.listed = True
         return {"litellm_params": dict(row.litellm_params), "model_info": dict(row.model_info)}
+
+    def remove_keys(self, route_id: str, keys: Iterable[str]) -> None:
+        """PATCH with litellm_params_to_remove: honoured from 1.109, ignored before."""
+        row = self._editable(route_id)
+        if LiteLLMRelease(self.version).removes_params_in_place:
+            for key in keys:
+                row.litellm_params.pop(key, None)
 
     def delete(self, route_id: str) -> None:
         self._editable(route_id)
@@ -174,7 +185,7 @@ class MemProxy:
         return [r for r in routes if r is not None]
 
     def _entry(self, route_id: str, row: Row) -> dict[str, Any]:
-        params = {k: v for k, v in row.litellm_params.items() if k != "api_key"}
+        params = {k: v for k, v in row.litellm_params.items() if k not in DROPPED}
         params = {k: _mask(k, _resolve(v)) for k, v in params.items()}
         info = {k: v for k, v in ENRICHMENT.items() if k not in row.model_info}
         info.update(row.model_info)
@@ -188,15 +199,15 @@ class MemProxy:
 
 
 def apply(proxy: MemProxy, plan: Plan) -> None:
-    """What sync/apply.py sends for each change, in its order, when every write succeeds."""
+    """What sync/apply.py sends for each change, in its order, when every write succeeds:
+    creates (a replacement's new generation among them), PATCHes (a removal in place first),
+    then deletes."""
     for change in plan.of("create"):
         proxy.create(change.route.deployment())
     for change in plan.of("update"):
         assert isinstance(change, Update)
-        stored = proxy.patch(change.id, change.route.deployment())
-        if any(k in stored["litellm_params"] for k in change.removed_params):
-            # LiteLLM 1.108 ignores litellm_params_to_remove: apply re-creates the route.
-            proxy.delete(change.id)
-            proxy.create(change.route.deployment())
+        if change.removes:
+            proxy.remove_keys(change.id, [path.split(".", 1)[1] for path in change.removes])
+        proxy.patch(change.id, change.route.deployment())
     for change in plan.of("delete"):
         proxy.delete(change.id)
