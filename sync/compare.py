@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from .credentials import is_reference
 from .normalise import SECTIONS, Path, leaves, readable, same
 from .render import READ, TAG_PATHS, TAGS, Route, value_digest
 
@@ -74,7 +75,11 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
         yield FieldChange("model_name", live.model_name, desired.model_name)
     for path, value in want.items():
         if not readable(path, value):
-            if record is None or record.get(path) != value_digest(value):
+            if _listed_away(path, value, every, record):
+                # LiteLLM lists a masked or nested value (masked), so a missing one was taken
+                # away by hand: an auth header must not vanish unseen.
+                yield _change(path, ABSENT, value)
+            elif record is None or record.get(path) != value_digest(value):
                 unknown = record is None or path in record or path in every
                 yield _change(path, UNREADABLE if unknown else ABSENT, value, "digest")
         elif path not in have:
@@ -91,6 +96,17 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
             yield _change(path, UNREADABLE, ABSENT, "digest")  # api_key is never listed
         elif path in every:
             yield _gone(path, every[path], False)
+
+
+def _listed_away(
+    path: Path, value: Any, every: dict[Path, Any], record: dict[Path, str] | None
+) -> bool:
+    """A path fleet-sync wrote that LiteLLM would list (masked) but does not. A top-level
+    reference is the exception: LiteLLM drops one it cannot resolve in its environment (and
+    never lists api_key), so its absence proves nothing."""
+    written = record is not None and path in record
+    top_reference = len(path) == 2 and is_reference(value)
+    return written and path not in every and not top_reference
 
 
 def _gone(path: Path, value: Any, written_hidden: bool) -> FieldChange:

@@ -96,4 +96,3 @@ def looks_like_credential(text: str) -> bool:
         or _TOKEN.search(text) is not None
         or _QUERY_SECRET.search(text) is not None
     )
-
