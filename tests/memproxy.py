@@ -74,6 +74,10 @@ class Row:
     # "saved to the database, but ... not live"); a later write of the row loads it again.
     listed: bool = True
 
+    def serving_params(self) -> dict[str, Any]:
+        """litellm_params as the router serves them: LiteLLM's defaults for keys not stored."""
+        return {**PARAM_DEFAULTS, **self.litellm_params}
+
 
 def _coerce(key: str, value: Any) -> Any:
     kind = COERCED.get(key)

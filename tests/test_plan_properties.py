@@ -16,13 +16,12 @@ from hypothesis import strategies as st
 
 from sync.compare import ABSENT
 from sync.normalise import readable
-from sync.ownership import same_source
 from sync.plan import Create, Delete, Plan
 from sync.render import Route, canonical_json, generation, with_generation
 from sync.safety import MIN_OWNED_FOR_PERCENT, refusals
 
 from .fleetgen import World, worlds
-from .memproxy import apply, stored
+from .memproxy import PARAM_DEFAULTS, apply, stored
 
 
 def owned_by_rule(route: Route, world: World) -> bool:
@@ -34,9 +33,10 @@ def owned_by_rule(route: Route, world: World) -> bool:
     if not route.db_model:
         return False
     if route.fleet is not None:
-        return route.fleet == fleet.name and (
-            world.take_over or same_source(route.source, fleet.source)
+        ours = route.source is None or (
+            fleet.source is not None and route.source.lower() == fleet.source.lower()
         )
+        return route.fleet == fleet.name and (ours or world.take_over)
     base = generation(route.id)[0]  # a replacement's id is a later generation of the host's
     wanted = next((r for r in world.desired if r.id == base), None)
     if wanted is not None:
@@ -134,7 +134,11 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
         assert row.listed and row.model_name == route.model_name, explain(world, plan)
         unseen = blind_spots(world, held[0], rendered)
         for section, want, have in (
-            ("litellm_params", stored(rendered.litellm_params), row.litellm_params),
+            (
+                "litellm_params",
+                {**PARAM_DEFAULTS, **stored(rendered.litellm_params)},
+                row.serving_params(),
+            ),
             ("model_info", stored(rendered.model_info), row.model_info),
         ):
             for key in (want.keys() | have.keys()) - unseen:
@@ -143,6 +147,8 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
                     f"says {want.get(key, ABSENT)!r}\n{explain(world, plan)}"
                 )
     event("converged from changes" if plan.changes else "already in sync")
+    for note in world.notes:  # which live states the generator made (--hypothesis-show-statistics)
+        event("live: " + note.split(": ", 1)[1].split(" (")[0].split(" in ")[0])
 
 
 @given(worlds(), st.randoms(use_true_random=False))
