@@ -62,7 +62,9 @@ def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
 
 def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     want = _leaves(desired)
-    tops = {p[:2] for p in want}
+    # fleet-sync's own tags are always compared: a tag the route carries and this run does not
+    # write (another source's, taken over by a run without one) must go too.
+    tops = {p[:2] for p in want} | {("model_info", tag) for tag in TAGS}
     every = _leaves(live)
     # Live leaves under the top-level keys fleet.yaml sets; LiteLLM's own keys elsewhere are
     # not fleet-sync's to compare.

@@ -272,6 +272,8 @@ def make_plan(
             else:  # held by a route this fleet does not own
                 conflicts.append(Conflict(route, holder, reasons[holder.id]))
             continue
+        if route.id in reasons:  # the host is served by a later generation: the holder is aside
+            ignored.append(Ignored(live_by_id[route.id], reasons[route.id]))
         *older, current = found
         target, change, removes = _converge(route, current, live_by_id, in_place, dead)
         if isinstance(change, Create):

@@ -33,6 +33,10 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
             after[change.model_name] = after.get(change.model_name, 0) + 1
         elif isinstance(change, Delete) and change.listed:
             after[change.model_name] = after.get(change.model_name, 0) - 1
+        elif isinstance(change, Update) and change.before.model_name != change.model_name:
+            # The update moves a serving route from the group it sits in to its own.
+            after[change.before.model_name] = after.get(change.before.model_name, 0) - 1
+            after[change.model_name] = after.get(change.model_name, 0) + 1
     for model in sorted(plan.declared_models):
         pruned = [c for c in prunes if c.model_name == model and c.listed]
         if pruned and after.get(model, 0) <= 0:

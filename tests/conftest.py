@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from sync.versions import TESTED
 
@@ -73,6 +74,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(
         "litellm_version", versions, indirect=True, scope="session", ids=lambda v: f"litellm-{v}"
     )
+
+
+# Property tests (tests/test_plan_properties.py): 1,000 examples per property in CI, derandomized
+# and without the example database so a CI run is reproducible; a quicker random run locally.
+settings.register_profile(
+    "ci", max_examples=1000, derandomize=True, database=None, deadline=None, print_blob=True
+)
+settings.register_profile("dev", max_examples=100, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,213 @@
+"""Properties of the plan core on generated fleets and live states (tests/fleetgen.py), applied to
+an in-memory LiteLLM (tests/memproxy.py). Hand-written cases (tests/cases/plan) show the
+behaviour; these look for the states nobody thought to write down. Example counts: the
+hypothesis profile in tests/conftest.py (1,000 per property under CI)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import random
+from typing import Any
+
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from sync.compare import ABSENT
+from sync.normalise import readable
+from sync.plan import Create, Delete, Plan
+from sync.render import Route, canonical_json, generation, with_generation
+from sync.safety import MIN_OWNED_FOR_PERCENT, refusals
+
+from .fleetgen import World, worlds
+from .memproxy import PARAM_DEFAULTS, apply, stored
+
+
+def owned_by_rule(route: Route, world: World) -> bool:
+    """Ownership as DESIGN.md and issue 8 state it, written apart from sync/ownership.py: never
+    a config-file route; a route tagged with this fleet's name from this source (or none, or
+    any under --take-over); an untagged route holding one of the fleet's ids in the model group
+    that id is rendered for; an untagged route of a declared model under owns: model_groups."""
+    fleet = world.fleet
+    if not route.db_model:
+        return False
+    if route.fleet is not None:
+        ours = route.source is None or (
+            fleet.source is not None and route.source.lower() == fleet.source.lower()
+        )
+        return route.fleet == fleet.name and (ours or world.take_over)
+    base = generation(route.id)[0]  # a replacement's id is a later generation of the host's
+    wanted = next((r for r in world.desired if r.id == base), None)
+    if wanted is not None:
+        return route.model_name == wanted.model_name
+    return fleet.owns == "model_groups" and route.model_name in fleet.model_names
+
+
+def read(world: World) -> dict[str, Route]:
+    """Every route the plan reads, by id: listed, and stored-but-not-listed of its groups."""
+    listed = world.listed()
+    return {r.id: r for r in [*listed, *world.unlisted(listed)]}
+
+
+def conflicts_by_rule(world: World) -> set[str]:
+    """Desired ids held by a route the fleet does not own, for hosts no route of the fleet
+    serves under another generation of the id."""
+    live = read(world)
+    served = {generation(rid)[0] for rid, r in live.items() if owned_by_rule(r, world)}
+    return {
+        r.id
+        for r in world.desired
+        if r.id in live and not owned_by_rule(live[r.id], world) and r.id not in served
+    }
+
+
+def explain(world: World, plan: Plan) -> str:
+    lines = [repr(world), *(f"{c.action} {c.id}" for c in plan.changes)]
+    return "\n".join(lines + [f"conflict {c.id}" for c in plan.conflicts])
+
+
+@given(worlds())
+def test_a_plan_touches_only_routes_the_fleet_owns(world: World) -> None:
+    live = read(world)
+    plan = world.plan()
+    for change in plan.changes:
+        if isinstance(change, Create):
+            assert change.id not in live, f"creates over a live route\n{explain(world, plan)}"
+        else:
+            assert owned_by_rule(live[change.id], world), (
+                f"{change.action} of {change.id}, not the fleet's\n{explain(world, plan)}"
+            )
+    assert {c.id for c in plan.conflicts} == conflicts_by_rule(world), explain(world, plan)
+    # Every route read is accounted for: the fleet's, or shown as ignored or as a conflict.
+    shown = [i.route.id for i in plan.ignored] + [c.held_by.id for c in plan.conflicts]
+    assert len(shown) == len(set(shown)), explain(world, plan)
+    others = {rid for rid, r in live.items() if not owned_by_rule(r, world)}
+    assert set(shown) == others, f"not shown: {others - set(shown)}\n{explain(world, plan)}"
+    event(f"conflicts: {len(plan.conflicts)}")
+    event(f"deletes: {len(plan.of('delete'))}")
+
+
+def blind_spots(world: World, held: str, rendered: Route) -> set[str]:
+    """Top-level keys of this route that a hand edit may have left different, as the README's
+    comparison model says: a key fleet.yaml never sets is not compared, and a hand edit under a
+    key compared through the digest (a reference, a masked value, api_key) is not seen."""
+    out = set()
+    for rid, section, key in world.hand_edits:
+        if rid != generation(held)[0] or not section:
+            continue
+        values = rendered.litellm_params if section == "litellm_params" else rendered.model_info
+        if key not in values or not readable((section, key), values[key]):
+            out.add(key)
+    return out
+
+
+@given(worlds())
+def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World) -> None:
+    """Applied as with --force (conflicts and refusals aside): the next plan has no change, the
+    same conflicts, nobody else's route moved, and each host whose id is free is served by one
+    route, stored as rendered under the generation of the id that serves it (nothing stale
+    kept: a removed key, an old api_key reference), hand edits aside where the comparison model
+    says it cannot see them."""
+    before = copy.deepcopy(world.proxy)
+    foreign = {rid for rid, r in read(world).items() if not owned_by_rule(r, world)}
+    foreign |= {rid for rid, row in before.rows.items() if not row.db_model}
+    plan = world.plan()
+    apply(world.proxy, plan)
+    again = world.plan()
+    assert not again.changes, f"not converged: {[c.id for c in again.changes]}\n" + explain(
+        world, plan
+    )
+    assert again.conflicts == plan.conflicts
+    for rid in foreign:
+        assert world.proxy.rows[rid] == before.rows[rid], f"{rid} moved\n{explain(world, plan)}"
+    serving: dict[str, list[str]] = {}
+    for rid in world.proxy.rows.keys() - foreign:
+        serving.setdefault(generation(rid)[0], []).append(rid)
+    for route in world.desired:
+        if route.id in foreign:
+            continue
+        held = serving.get(route.id, [])
+        assert len(held) == 1, f"{route.id} served by {held}\n{explain(world, plan)}"
+        row = world.proxy.rows[held[0]]
+        rendered = with_generation(route, generation(held[0])[1])
+        assert row.listed and row.model_name == route.model_name, explain(world, plan)
+        unseen = blind_spots(world, held[0], rendered)
+        for section, want, have in (
+            (
+                "litellm_params",
+                {**PARAM_DEFAULTS, **stored(rendered.litellm_params)},
+                row.serving_params(),
+            ),
+            ("model_info", stored(rendered.model_info), row.model_info),
+        ):
+            for key in (want.keys() | have.keys()) - unseen:
+                assert have.get(key, ABSENT) == want.get(key, ABSENT), (
+                    f"{held[0]} stores {section}.{key}={have.get(key, ABSENT)!r}, fleet.yaml "
+                    f"says {want.get(key, ABSENT)!r}\n{explain(world, plan)}"
+                )
+    event("converged from changes" if plan.changes else "already in sync")
+    for note in world.notes:  # which live states the generator made (--hypothesis-show-statistics)
+        event("live: " + note.split(": ", 1)[1].split(" (")[0].split(" in ")[0])
+
+
+@given(worlds(), st.randoms(use_true_random=False))
+def test_plans_are_deterministic(world: World, rng: random.Random) -> None:
+    first = world.plan()
+    again = world.plan(shuffle=rng.shuffle)
+    assert again.to_json() == first.to_json()
+    assert again.hash == first.hash
+
+
+def hash_of(body: dict[str, Any]) -> str:
+    """The plan hash as DESIGN.md defines it: sha256 over the canonical JSON of what the plan
+    changes (and the conflicts it leaves)."""
+    content = {"fleet": body["fleet"], "changes": body["changes"]}
+    if body["conflicts"]:
+        content["conflicts"] = body["conflicts"]
+    return "sha256:" + hashlib.sha256(canonical_json(content).encode()).hexdigest()
+
+
+@given(worlds())
+def test_the_json_plan_round_trips_with_its_hash(world: World) -> None:
+    body = world.plan().to_json()
+    loaded = json.loads(json.dumps(body))
+    assert loaded == body
+    assert hash_of(loaded) == loaded["hash"]
+
+
+@given(worlds())
+def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
+    """Refused exactly when a rule says so: nothing renders and the plan prunes; it prunes more
+    than max_prune_percent of >= 10 owned routes; it prunes a serving route of a declared model
+    that then serves nothing; or a desired id is held by a route the fleet does not own."""
+    live = read(world)
+    plan = world.plan()
+    owned = [r for r in live.values() if owned_by_rule(r, world)]
+    prunes = [c for c in plan.changes if isinstance(c, Delete) and c.prune]
+    after = copy.deepcopy(world.proxy)
+    apply(after, plan)
+    serving = {r.model_name for r in after.listing()}
+    listed = {r.id for r in world.listed()}
+    expected = []
+    if prunes and not world.desired:
+        expected.append("renders no routes")
+    elif (
+        len(owned) >= MIN_OWNED_FOR_PERCENT
+        and 100 * len(prunes) / len(owned) > world.fleet.max_prune_percent
+    ):
+        expected.append("max_prune_percent")
+    for model in sorted(world.fleet.model_names - serving):
+        if any(c.model_name == model and c.id in listed for c in prunes):
+            expected.append(f"model {model} would be left with no routes")
+    expected += [f"id {rid} is held" for rid in sorted(conflicts_by_rule(world))]
+    got = refusals(plan, world.fleet.max_prune_percent)
+    unmatched = list(got)
+    for wanted in expected:
+        reason = next((r for r in unmatched if wanted in r), None)
+        assert reason is not None, f"no refusal says {wanted!r}: {got}\n{explain(world, plan)}"
+        assert "--force" in reason
+        unmatched.remove(reason)
+    assert not unmatched, f"refused for no rule: {unmatched}\n{explain(world, plan)}"
+    rules = sorted({e.split(" would")[0].split(" is held")[0].split(" f1-")[0] for e in expected})
+    event(f"refusals: {', '.join(rules) or 'none'}")
