@@ -44,7 +44,7 @@ from .cli_hosts import import_command, propose, set_host
 
 if TYPE_CHECKING:
     # Each command imports what it uses when it runs: `--version` and `validate` stay clear of
-    # httpx, deepdiff and git (tests/test_startup.py).
+    # httpx and git (tests/test_startup.py).
     from .apply import Result
     from .litellm import LiteLLMClient
     from .plan import Plan

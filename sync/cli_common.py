@@ -1,7 +1,7 @@
 """What every fleet-sync command shares: exit codes, options, reading the fleet and the proxy.
 
 Imported by every command, `--version` and `--help` included: what is heavy (httpx, jsonschema,
-deepdiff, the plan) is imported inside the function that needs it (tests/test_startup.py)."""
+the plan) is imported inside the function that needs it (tests/test_startup.py)."""
 
 from __future__ import annotations
 
