@@ -82,8 +82,10 @@ def test_pod_dies_halfway_then_apply_again_converges(
         text=True,
     )
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # let a few creates land, then the pod dies
-        if len(doomed.ids(model, second)) >= 5:
+    # Let a few creates land on the pod written to (it lists them at once; the other pod only
+    # after its next reload, by which time a fast apply has finished), then that pod dies.
+    while time.monotonic() < deadline:
+        if len(doomed.ids(model, first)) >= 5:
             break
         time.sleep(0.2)
     kill_pod(doomed, 1)
