@@ -33,34 +33,16 @@ from .import_rules import (
     shows_address,
     without_userinfo,
 )
+from .litellm_owned import COST_MAP_FIELD, INFO_BOOKKEEPING, LITELLM_INFO, PARAM_DEFAULTS
 from .render import Route, canonical_json
 
 SCHEMA_LINE = "# yaml-language-server: $schema=schema/fleet.schema.json"
 RESERVED = {"model", "api_base", "api_key"}
 PLACEHOLDER_PREFIX = "FLEET_SYNC_IMPORT"
-# model_info LiteLLM maintains itself, whatever the route; and fleet-sync's own tags
-# (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may not set.
-LITELLM_INFO = {"id", "key", "litellm_provider", "supported_openai_params"}
+# fleet-sync's own tags (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may
+# not set. What LiteLLM adds to every route (an imported route was not written by fleet-sync, so
+# it has no record of what was written, and the plan compares only that) is in litellm_owned.
 TAG_PREFIX = "fleet_sync_"
-# An imported route was not written by fleet-sync, so it has no record of what was written (the
-# plan compares only that): import drops what LiteLLM 1.108 adds to every route instead.
-PARAM_DEFAULTS: dict[str, Any] = {
-    "allow_client_keepalive_override": False,
-    "merge_reasoning_content_in_choices": False,
-    "use_in_pass_through": False,
-    "use_litellm_proxy": False,
-    "use_xai_oauth": False,
-}
-INFO_BOOKKEEPING = frozenset(
-    {"access_via_team_ids", "blocked", "db_model", "direct_access", "key", "litellm_provider"}
-    | {"member_auto_router", "pricing_overrides", "supported_openai_params"}
-)
-# Fields LiteLLM fills in from its cost map (context window, prices, capabilities) when it knows
-# the model; for a model it knows they are its values, not the route's.
-COST_MAP_FIELD = re.compile(
-    r"^(mode|max_(input_|output_)?tokens|.*cost.*|.*_per_.*|supports_.*|tpm|rpm|"
-    r"output_vector_size|tiered_pricing|source|deprecation_date|metadata)$"
-)
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _ENV_UNSAFE = re.compile(r"[^A-Z0-9]+")
 
