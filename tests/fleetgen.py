@@ -257,7 +257,10 @@ FATES = (
     "held_by_other_fleet",
     "held_untagged_elsewhere",
     "held_by_config",
-    # Onboarding: routes fleet-sync did not create, under LiteLLM's ids.
+)
+# Onboarding: routes fleet-sync did not create, under LiteLLM's ids (drawn twice as often: the
+# first thing every new user does).
+ONBOARDING = (
     "portal_at_address",  # untagged, at the host's address: adopted in place (owns: model_groups)
     "adopted_earlier",  # tagged by an earlier adoption, LiteLLM's id kept
     "adopted_by_older_yaml",  # the same, written by an older fleet.yaml (a removal replaces it)
@@ -309,7 +312,7 @@ class Builder:
     def place(self, route: Route) -> None:
         """A route fleet.yaml renders, as the live proxy holds it (or not)."""
         draw, put = self.draw, self.put
-        fate = draw(st.sampled_from(FATES))
+        fate = draw(st.sampled_from(FATES + ONBOARDING * 2))
         deployment = route.deployment()
         info = deployment["model_info"]
         if fate == "absent":

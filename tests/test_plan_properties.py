@@ -241,6 +241,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
     keeps what it is not sent. A replacement cannot carry such a key: the safety property below
     checks that replacing a route fleet-sync did not create is refused."""
     before = copy.deepcopy(world.proxy)
+    live = read(world)
     plan = world.plan()
     apply(world.proxy, plan)
     desired = {(r.model_name, r.host): r for r in world.desired}
@@ -261,6 +262,37 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
                 f"{rid} lost {key}\n{explain(world, plan)}"
             )
             event("kept a never-listed key")
+    # A host served only by routes fleet-sync did not create (under LiteLLM's ids) keeps one of
+    # them, with what LiteLLM never lists on it, unless a replacement of it was refused.
+    refused = " ".join(refusals(plan, world.fleet.max_prune_percent))
+    served: dict[str, list[Route]] = {}
+    for route in live.values():
+        host = host_of(route, world) if owned_by_rule(route, world) else None
+        if host is not None:
+            served.setdefault(host.id, []).append(route)
+    for host_id, routes in served.items():
+        host = next(d for d in world.desired if d.id == host_id)
+        held = {
+            key: before.rows[r.id].litellm_params[key]
+            for r in routes
+            for key in NEVER_LISTED - host.litellm_params.keys()
+            if key in before.rows[r.id].litellm_params
+            and ("litellm_params", key) not in written_by_fleet_sync(before.rows[r.id], r.id)
+        }
+        if not held or any(generation(r.id)[0] == host_id for r in routes):
+            continue
+        if any(f"replacing route {r.id} " in refused for r in routes):
+            continue
+        (now,) = [
+            row
+            for rid, row in world.proxy.rows.items()
+            if (row.model_name, row.model_info.get(TAG_HOST)) == (host.model_name, host.host)
+        ]
+        for key, value in held.items():
+            assert now.litellm_params.get(key) == value, (
+                f"host {host.host} of {host.model_name} lost {key}\n{explain(world, plan)}"
+            )
+        event("a host onboarded without loss")
 
 
 @given(worlds(), st.randoms(use_true_random=False))
