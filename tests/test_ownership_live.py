@@ -68,10 +68,10 @@ def test_unknown_provider_create_fails_keeps_the_route_and_shows_in_the_next_pla
 ) -> None:
     """LiteLLM stores a route whose provider it does not know, then answers 500 "saved to the
     database, but ... not live in this pod's router". The create is failed with that reason, the
-    untagged route it was to replace keeps serving, and the stored row stays visible (and
-    removable) in later plans."""
+    untagged route the group would lose (at an address fleet.yaml no longer lists) keeps
+    serving, and the stored row stays visible (and removable) in later plans."""
     model = f"{fleet_name}-m"
-    portal = hand_route(proxy, model, OLD)
+    portal = hand_route(proxy, model, THIRD)
     fleet = tmp_path / "fleet.yaml"
     typo = {"name": "a", "api_base": OLD, "provider": "hosted_vlm"}
     write_fleet(fleet, fleet_name, {model: {"hosts": {"a": typo}}}, owns="model_groups")
@@ -112,11 +112,11 @@ def test_a_create_the_router_never_lists_blocks_its_groups_deletes(
 ) -> None:
     """A create answered 200 that the router does not list (older LiteLLM releases answer 200
     where 1.108.7 answers 500; here the answer comes from a proxy in between and the write never
-    lands) must not let the group's replaced route go: deletes wait for the listing."""
+    lands) must not let the group's old route go: deletes wait for the listing."""
     model = f"{fleet_name}-m"
-    portal = hand_route(proxy, model, OLD)
+    portal = hand_route(proxy, model, OLD)  # the host moved: this one goes once a is listed
     fleet = tmp_path / "fleet.yaml"
-    write_fleet(fleet, fleet_name, {model: {"hosts": {"a": OLD}}}, owns="model_groups")
+    write_fleet(fleet, fleet_name, {model: {"hosts": {"a": NEW}}}, owns="model_groups")
     with FaultProxy(proxy.url) as fp:
         fp.add_rule("POST", "/model/new", Fault.status(200, b'{"model_id": "x"}'), times=None)
         environ = {**env(proxy), "LITELLM_PROXY_URL": fp.url, "LITELLM_PROXY_URLS": fp.url}

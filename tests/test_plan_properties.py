@@ -142,6 +142,14 @@ def blind_spots(world: World, host: str, rendered: Route) -> set[str]:
     return out
 
 
+def foreign_ids(world: World) -> set[str]:
+    """Every row on the proxy the fleet does not own, read by the plan or not."""
+    proxy = world.proxy
+    every = [*proxy.listing(), *proxy.stored_unlisted(r.model_name for r in proxy.rows.values())]
+    foreign = {r.id for r in every if not owned_by_rule(r, world)}
+    return foreign | {rid for rid, row in proxy.rows.items() if not row.db_model}
+
+
 def written_by_fleet_sync(row: Row, rid: str) -> set[tuple[str, ...]]:
     """The top-level keys fleet-sync recorded writing on this stored row."""
     record = Route(rid, row.model_name, row.litellm_params, row.model_info).written or {}
@@ -184,9 +192,7 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
     removed key, an old api_key reference): only what it held that fleet.yaml never set (hand
     edits the comparison model cannot see, keys a person or a portal added, carried keys)."""
     before = copy.deepcopy(world.proxy)
-    every = [*before.listing(), *before.stored_unlisted(r.model_name for r in before.rows.values())]
-    foreign = {r.id for r in every if not owned_by_rule(r, world)}
-    foreign |= {rid for rid, row in before.rows.items() if not row.db_model}
+    foreign = foreign_ids(world)
     plan = world.plan()
     apply(world.proxy, plan)
     again = world.plan()
@@ -242,6 +248,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
     checks that replacing a route fleet-sync did not create is refused."""
     before = copy.deepcopy(world.proxy)
     live = read(world)
+    foreign = foreign_ids(world)
     plan = world.plan()
     apply(world.proxy, plan)
     desired = {(r.model_name, r.host): r for r in world.desired}
@@ -286,7 +293,8 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
         (now,) = [
             row
             for rid, row in world.proxy.rows.items()
-            if (row.model_name, row.model_info.get(TAG_HOST)) == (host.model_name, host.host)
+            if rid not in foreign
+            and (row.model_name, row.model_info.get(TAG_HOST)) == (host.model_name, host.host)
         ]
         for key, value in held.items():
             assert now.litellm_params.get(key) == value, (

@@ -177,17 +177,15 @@ def test_owns_model_groups_prunes_portal_orphans(
     )
     plan = plan_json(proxy, fleet)
     actions = {(c["action"], c["id"]) for c in plan["changes"]}
-    assert actions == {
-        ("create", route_id(fleet_name, model, "a")),
-        ("delete", orphan),
-        ("delete", current),
-    }
-    replaced = next(c for c in plan["changes"] if c["id"] == current)
-    assert replaced["replaced_by"] == route_id(fleet_name, model, "a")
+    # The portal's route at the host's address is adopted in place (it keeps LiteLLM's id and
+    # whatever LiteLLM does not list); the one at an address fleet.yaml does not list goes.
+    assert actions == {("update", current), ("delete", orphan)}
     apply_ok(proxy, fleet)
     ids = {r["model_info"]["id"] for r in proxy.routes()}
-    assert orphan not in ids and current not in ids
-    assert elsewhere in ids
+    assert orphan not in ids and current in ids and elsewhere in ids
+    adopted = proxy.route(current)
+    assert adopted is not None and adopted["model_info"]["fleet_sync_host"] == "a"
+    assert plan_json(proxy, fleet)["changes"] == []
 
 
 def test_hand_edit_is_detected_and_repaired(proxy: Proxy, tmp_path: Path, fleet_name: str) -> None:

@@ -1,0 +1,162 @@
+"""Onboarding without loss, on the real LiteLLM (issue 15, deliverables 6 and 7).
+
+- Routes a portal left (untagged, a literal api_key LiteLLM never lists, keys of their own),
+  described by a fleet.yaml with owns: model_groups, are adopted in place: the plan is in-place
+  updates only, apply keeps every id, the next plan is empty, and a request through the proxy
+  still reaches each upstream with its key — the proof the key survived (the upstreams answer
+  only with it). PATCH merging top-level keys is LiteLLM's behaviour: a matrix test.
+- A row LiteLLM stored but cannot serve (a provider typo) is found after its model group left
+  fleet.yaml, through fleet.yaml's git history, and pruned; a plan that cannot read the history
+  says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import git
+import pytest
+
+from sync.litellm import LiteLLMClient
+from sync.render import route_id
+
+from .proxyharness import Proxy, fleet_sync, write_fleet
+from .test_probe_live import chat
+from .upstream import Upstream
+
+KEY = "upstream-key-only-the-portal-knew-4f1c"
+OLD = "http://216.243.220.245:16643/v1"
+NEW = "http://103.196.86.105:17140/v1"
+
+
+def env(proxy: Proxy) -> dict[str, str]:
+    return {k: v for k, v in proxy.env().items() if k != "GITHUB_REPOSITORY"}
+
+
+def plan_json(fleet: Path, proxy: Proxy, code: int) -> dict[str, Any]:
+    run = fleet_sync(
+        ["plan", "-f", str(fleet), "--format", "json", "--detailed-exitcode"], env(proxy)
+    )
+    assert run.code == code, run.out + run.err
+    body: dict[str, Any] = json.loads(run.out)
+    return body
+
+
+def stored(proxy: Proxy, rid: str) -> bool:
+    """`?modelId=` finds a row the router lists or, failing that, the database holds."""
+    with LiteLLMClient([proxy.url], proxy.api_key) as client:
+        return client.find_stored(rid) is not None
+
+
+@contextmanager
+def cleaned(proxy: Proxy, *models: str) -> Iterator[None]:
+    """Delete the routes of these model groups afterwards (the proxy may be shared)."""
+    try:
+        yield
+    finally:
+        with proxy.http() as http:
+            for route in proxy.routes():
+                if route["model_name"] in models:
+                    http.post("/model/delete", json={"id": route["model_info"]["id"]})
+
+
+@pytest.mark.litellm_matrix
+def test_routes_a_portal_left_are_adopted_in_place_and_keep_their_api_key(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    names = {f"{fleet_name}-a": "A", f"{fleet_name}-b": "B"}
+    upstreams = {m: Upstream(n, [f"org/{m}"], key=KEY).start() for m, n in names.items()}
+    try:
+        with cleaned(proxy, *names), proxy.http() as http:
+            ids = {}
+            for model, upstream in upstreams.items():
+                params = {"model": f"hosted_vllm/org/{model}", "api_base": upstream.url}
+                body = {
+                    "model_name": model,
+                    "litellm_params": {**params, "api_key": KEY, "rpm": 7},
+                    "model_info": {"team": "portal"},
+                }
+                answer = http.post("/model/new", json=body)
+                assert answer.status_code == 200, answer.text
+                ids[model] = answer.json()["model_id"]
+            for model, name in names.items():
+                assert chat(proxy, model) == name  # the portal's routes serve, with the key
+            # What `import` writes for them, and a timeout fleet.yaml adds; no api_key.
+            spec = {"litellm_params": {"rpm": 7, "timeout": 30}}
+            models = {m: {**spec, "hosts": {"h": u.url}} for m, u in upstreams.items()}
+            fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, models, owns="model_groups")
+
+            plan = plan_json(fleet, proxy, 2)
+            assert {(c["action"], c["id"]) for c in plan["changes"]} == {
+                ("update", rid) for rid in ids.values()
+            }  # in place: no create, no delete
+            applied = fleet_sync(["apply", "-f", str(fleet)], env(proxy))
+            assert applied.code == 0, applied.out + applied.err
+            assert plan_json(fleet, proxy, 0)["changes"] == []
+
+            for model, name in names.items():
+                assert proxy.ids(model) == [ids[model]]  # LiteLLM's id kept
+                route = proxy.route(ids[model])
+                assert route is not None
+                assert route["model_info"]["fleet_sync_fleet"] == fleet_name
+                assert route["model_info"]["fleet_sync_host"] == "h"
+                assert route["model_info"]["team"] == "portal"  # not fleet.yaml's: kept
+                assert route["litellm_params"]["timeout"] == 30
+                before = upstreams[model].chats()
+                assert chat(proxy, model) == name  # the api_key survived the adoption
+                assert upstreams[model].chats() == before + 1
+                assert upstreams[model].authorizations[-1] == f"Bearer {KEY}"
+    finally:
+        for upstream in upstreams.values():
+            upstream.stop()
+
+
+def test_a_row_of_a_group_fleet_yaml_no_longer_declares_is_found_and_pruned(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """A provider typo: LiteLLM stores the row and its router never lists it. Once the group
+    leaves fleet.yaml (a commit), only fleet.yaml's history says where to look: the plan prunes
+    the row (listed: false), apply deletes it, and `?modelId=` finds nothing after."""
+    typo, kept = f"{fleet_name}-typo", f"{fleet_name}-kept"
+    repo = git.Repo.init(tmp_path / "repo", initial_branch="main")
+    path = tmp_path / "repo" / "fleet.yaml"
+    with cleaned(proxy, typo, kept):
+        bad = {"name": "a", "api_base": OLD, "provider": "hosted_vlm"}
+        write_fleet(path, fleet_name, {typo: {"hosts": {"a": bad}}, kept: {"hosts": {"b": NEW}}})
+        repo.index.add(["fleet.yaml"])
+        repo.index.commit("two groups, one with a provider typo")
+        done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+        assert done.code == 4, done.out + done.err
+        rid = route_id(fleet_name, typo, "a")
+        assert stored(proxy, rid) and proxy.ids(typo) == []  # stored, not served
+
+        write_fleet(path, fleet_name, {kept: {"hosts": {"b": NEW}}})
+        repo.index.add(["fleet.yaml"])
+        repo.index.commit("drop the group")
+        plan = plan_json(path, proxy, 2)
+        assert [(c["action"], c["id"], c.get("listed")) for c in plan["changes"]] == [
+            ("delete", rid, False)
+        ]
+        assert "notes" not in plan  # the whole history was read
+        done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+        assert done.code == 0, done.out + done.err
+        assert not stored(proxy, rid)
+        assert plan_json(path, proxy, 0)["changes"] == []
+
+        # The same fleet.yaml outside any repository: the plan says what it could not look at.
+        alone = tmp_path / "alone"
+        alone.mkdir()
+        (alone / "fleet.yaml").write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+        run = fleet_sync(["plan", "-f", str(alone / "fleet.yaml"), "--format", "json"], env(proxy))
+        assert run.code == 0, run.err
+        (note,) = json.loads(run.out)["notes"]
+        assert "not in a git repository" in note and "were not looked for" in note
+        assert f"note: {note}" in run.err
+        markdown = fleet_sync(
+            ["plan", "-f", str(alone / "fleet.yaml"), "--format", "markdown"], env(proxy)
+        )
+        assert f"> [!NOTE]\n> {note}" in markdown.out
