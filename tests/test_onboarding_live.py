@@ -160,3 +160,48 @@ def test_a_row_of_a_group_fleet_yaml_no_longer_declares_is_found_and_pruned(
             ["plan", "-f", str(alone / "fleet.yaml"), "--format", "markdown"], env(proxy)
         )
         assert f"> [!NOTE]\n> {note}" in markdown.out
+
+
+def test_a_replacement_carries_readable_hand_added_keys_and_names_the_rest(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """fleet.yaml drops a model_info key (no LiteLLM removes one in place): the host's route is
+    replaced. A key added by hand that cannot be a resolved secret (rpm) goes to the new route;
+    a string that could be one (organization) and a model_info key are named as dropped. After
+    apply the next plan is empty: what was carried is not fleet.yaml's to compare."""
+    model = f"{fleet_name}-m"
+    path = tmp_path / "fleet.yaml"
+    with cleaned(proxy, model):
+        noted = {"model_info": {"note": "x"}, "hosts": {"h": NEW}}
+        write_fleet(path, fleet_name, {model: noted})
+        done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+        assert done.code == 0, done.out + done.err
+        rid = route_id(fleet_name, model, "h")
+        by_hand = {
+            "litellm_params": {"rpm": 5, "organization": "org-3f9a2c"},
+            "model_info": {"id": rid, "team": "team-7d1e4b"},
+        }
+        with proxy.http() as http:
+            assert http.patch(f"/model/{rid}/update", json=by_hand).status_code == 200
+
+        write_fleet(path, fleet_name, {model: {"hosts": {"h": NEW}}})
+        plan = plan_json(path, proxy, 2)
+        create, delete = plan["changes"]
+        assert (create["action"], create["id"], create["replaces"]) == ("create", f"{rid}-g2", rid)
+        assert create["carries"] == ["litellm_params.rpm"]
+        assert create["drops"] == ["litellm_params.organization", "model_info.team"]
+        assert "may_drop" not in create  # fleet-sync created the old route: nothing unseen
+        assert (delete["action"], delete["replaced_by"]) == ("delete", f"{rid}-g2")
+        shown = json.dumps(plan["changes"]) + fleet_sync(["plan", "-f", str(path)], env(proxy)).out
+        assert "org-3f9a2c" not in shown and "team-7d1e4b" not in shown  # paths, never values
+        text = fleet_sync(["plan", "-f", str(path)], env(proxy)).out
+        assert f"carries from {rid}: litellm_params.rpm" in text
+        assert "drops (listed on" in text and "litellm_params.organization, model_info.team" in text
+
+        done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+        assert done.code == 0, done.out + done.err
+        assert proxy.ids(model) == [f"{rid}-g2"]
+        route = proxy.route(f"{rid}-g2")
+        assert route is not None and route["litellm_params"]["rpm"] == 5
+        assert "organization" not in route["litellm_params"]
+        assert plan_json(path, proxy, 0)["changes"] == []
