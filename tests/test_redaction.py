@@ -18,6 +18,7 @@ from sync.fleet import fleet_from_doc
 from sync.litellm import parse_route
 from sync.plan import Plan, make_plan
 from sync.redaction import (
+    HIDDEN_CREDENTIAL,
     HIDDEN_DIFFERS,
     HIDDEN_SHAPE,
     HIDDEN_UNSET,
@@ -69,7 +70,7 @@ REF = "os.environ/LITELLM_MASTER_KEY"
         # model and api_base are shown in their field's shape only; an address loses its
         # user:pass@, query and fragment (a hand-edited ?api-key=... is a credential).
         ("hosted_vllm/org/m", "hosted_vllm/org/n", "litellm_params.model", "hosted_vllm/org/m"),
-        (MASTER, "hosted_vllm/org/n", "litellm_params.model", HIDDEN_SHAPE),
+        (MASTER, "hosted_vllm/org/n", "litellm_params.model", HIDDEN_CREDENTIAL),
         (
             "http://h:1/v1?api-key=QS&password=Q2",
             MISSING,
