@@ -78,6 +78,10 @@ _RANDOM_RUNS = (
     (re.compile(rf"[A-Za-z0-9_-]{{{MIN_RUN},}}"), re.compile(r"[_-]+")),
 )
 _HEX_RUN = re.compile(rf"[0-9a-fA-F]{{{MIN_RUN},}}")
+# The shortest token above is 15 characters (xoxb- and 10); anything shorter that looks like a
+# credential has one of these (a header's : or =, user:pass@, a query's ? & ;, Bearer's blank).
+_SHORTEST_TOKEN = 15
+_SHORT_CREDENTIAL = re.compile(r"[:=@?;&\s]")
 
 
 def looks_secret(key: str) -> bool:
@@ -135,6 +139,8 @@ def strip_userinfo(text: str) -> str:
 def credential_kind(text: str) -> str | None:
     """What a string looks like, if it looks like a credential by its shape alone, whatever key
     holds it; said without quoting it (a prefix at most). None when it does not."""
+    if len(text) < _SHORTEST_TOKEN and _SHORT_CREDENTIAL.search(text) is None:
+        return None  # most names and values: too short for a token, no : = @ ? ; & or blank
     if has_userinfo(text):
         return "user:password@ in an address"
     if credential_line(text):

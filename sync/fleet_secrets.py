@@ -94,7 +94,9 @@ def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
     if isinstance(value, str):
         kind = None if is_reference(value) else credential_kind(value)
         if kind:
-            yield problem(at, f"{where(at)}: looks like a credential ({kind}); {_fix(at)}", False)
+            size = _owner(at)
+            fix = _fix(size, at[size:] if size else ())
+            yield problem(at, f"{where(at)}: looks like a credential ({kind}); {fix}", False)
         return
     if isinstance(value, dict):
         items: Iterable[tuple[Any, Any]] = value.items()
@@ -104,19 +106,19 @@ def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
         return
     for key, item in items:
         here: JsonPath = (*at, key)
-        if _checked_elsewhere(here):
+        size = _owner(here)
+        rest = here[size:] if size else ()
+        if _checked_elsewhere(size, rest):
             continue
         kind = credential_kind(key) if isinstance(key, str) else None
         if kind:
             what = "a model name" if at == ("models",) else "a key"
             message = f"{where(at)}: {what} looks like a credential ({kind}); {FIX_MOVE}"
             yield problem(here, message, True)
-        if _section(here) and isinstance(key, str) and written_out(key, item):
-            yield problem(
-                here,
-                f"{where(here)}: a credential written out (its key's name says so); {_fix(here)}",
-                False,
-            )
+        in_section = len(rest) >= 2 and rest[0] in {"litellm_params", "model_info"}
+        if in_section and isinstance(key, str) and written_out(key, item):
+            message = f"{where(here)}: a credential written out (its key's name says so)"
+            yield problem(here, f"{message}; {_fix(size, rest)}", False)
             continue
         yield from _walk(item, here, problem)
 
@@ -130,24 +132,15 @@ def _owner(path: JsonPath) -> int:
     return 4 if len(path) >= 4 and path[2] == "hosts" and isinstance(path[3], int) else 2
 
 
-def _section(path: JsonPath) -> str | None:
-    """litellm_params or model_info when the path is inside one of an owner, else None."""
-    rest = path[_owner(path) :] if _owner(path) else ()
-    return str(rest[0]) if len(rest) >= 2 and rest[0] in {"litellm_params", "model_info"} else None
-
-
-def _checked_elsewhere(path: JsonPath) -> bool:
+def _checked_elsewhere(size: int, rest: JsonPath) -> bool:
     """api_key (the schema takes a reference only), a host's api_base (the address rules) and
     the litellm_params fleet-sync sets itself (refused at the key): never quoted there either."""
-    size = _owner(path)
-    rest = path[size:] if size else ()
-    if rest in {("api_key",)} or (size == 4 and rest == ("api_base",)):
+    if rest == ("api_key",) or (size == 4 and rest == ("api_base",)):
         return True
     return len(rest) == 2 and rest[0] == "litellm_params" and rest[1] in _RESERVED_PARAMS
 
 
-def _fix(path: JsonPath) -> str:
+def _fix(size: int, rest: JsonPath) -> str:
     """Where LiteLLM resolves a reference, the reference; elsewhere, where one would go."""
-    size = _owner(path)
-    top_level_param = size and len(path) == size + 2 and path[size] == "litellm_params"
+    top_level_param = size > 0 and len(rest) == 2 and rest[0] == "litellm_params"
     return FIX_REFERENCE if top_level_param else FIX_MOVE

@@ -76,6 +76,7 @@ MUST_REFUSE = [
     ("github" + "_pat_" + TAIL[:30], "a token with the prefix github_pat_"),
     ("gl" + "pat-" + TAIL[:20], "a token with the prefix glpat-"),
     ("xo" + "xb-" + TAIL[:20], "a token with the prefix xoxb-"),
+    ("xo" + "xp-" + TAIL[:10], "a token with the prefix xoxp-"),  # the shortest shape: 15
     ("h" + "f_" + TAIL[:34], "a token with the prefix hf_"),
     ("AK" + "IA" + "0123456789ABCDEF", "a token with the prefix AKIA"),
     ("?key=" + "AI" + "za" + TAIL[:35], "a token with the prefix AIza"),
@@ -176,7 +177,12 @@ def test_mask_tokens_keeps_what_fleet_sync_writes_itself() -> None:
 
 
 def test_mask_tokens_masks_every_token_in_a_text() -> None:
-    strong = [text for text, kind in MUST_REFUSE[4:15]]
+    strong = [
+        text
+        for text, kind in MUST_REFUSE
+        if kind.startswith(("a token", "a JSON", "a private")) and not kind.endswith(("sk-", "pk_"))
+    ]
+    assert len(strong) == 12
     text = " | ".join(strong)
     masked = mask_tokens(text)
     assert masked.count(MASK) == len(strong), masked
