@@ -45,6 +45,12 @@ _ISSUED = re.compile(
 # is whatever a person chose (sk-fleet-sync-local), so the shape is also a name's: a fleet named
 # sk-prod has route ids starting sk-prod-..., which is why the final scrub leaves this one out.
 _KEYED = re.compile(_START + r"(?:sk|pk|rk)[-_][A-Za-z0-9_-]{16,}")
+# The prefixes alone: searched first, since a pattern that opens with a lookbehind is tried at
+# every position (30x slower over a plan's text than this one).
+_ISSUED_HINT = re.compile(
+    r"gh[pousr]_|github_pat_|glpat-|xox[abposr]-|hf_|ya29\.|eyJ|AKIA|ASIA|AIza|-----BEGIN"
+)
+_KEYED_HINT = re.compile(r"[spr]k[-_]")
 _PREFIX = re.compile(r"github_pat_|glpat-|ya29\.|AKIA|ASIA|AIza|xox[a-z]-|[a-z]{2,3}[_-]")
 # A secret carried in a query or connection string: ?password=..., &api_key=..., ;sig=...
 _QUERY_SECRET = re.compile(
@@ -163,7 +169,8 @@ def looks_like_credential(text: str) -> bool:
 
 
 def _issued(text: str) -> str | None:
-    match = _ISSUED.search(text) or _KEYED.search(text)
+    match = _ISSUED_HINT.search(text) and _ISSUED.search(text)
+    match = match or (_KEYED_HINT.search(text) and _KEYED.search(text))
     if match is None:
         return None
     token = match.group()
@@ -215,15 +222,17 @@ def mask_tokens(text: str, mask: str = USERINFO_MASK) -> str:
     """The text with issuers' tokens, JWTs and private keys masked, and the value of every
     secret in a query: shapes nothing fleet-sync writes itself ever has (no plan hash, digest,
     route id or commit id), so the final scrub masks them in everything it passes."""
-    text = _ISSUED.sub(mask, text)
-    return _QUERY_SECRET.sub(lambda m: m["name"] + mask, text)
+    if _ISSUED_HINT.search(text):
+        text = _ISSUED.sub(mask, text)
+    return _QUERY_SECRET.sub(lambda m: m["name"] + mask, text) if "=" in text else text
 
 
 def mask_credentials(text: str, mask: str = USERINFO_MASK) -> str:
     """The text with every part that looks like a credential masked: mask_tokens, and keys
     (sk-...), long random strings, hex runs and user:password@ too. For texts that quote a
     value (a validation message), never for outputs that carry hashes and ids."""
-    text = _KEYED.sub(mask, mask_tokens(strip_userinfo(text), mask))
+    text = mask_tokens(strip_userinfo(text), mask)
+    text = _KEYED.sub(mask, text) if _KEYED_HINT.search(text) else text
     merged: list[list[int]] = []
     for start, stop in sorted([*_random_spans(text), *_hex_spans(text)]):
         if merged and start <= merged[-1][1]:
