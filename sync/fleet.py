@@ -312,29 +312,30 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
 
 
 def address_problem(address: str) -> str | None:
-    """Why an api_base is not http(s)://host[:port][/path], or None when it is."""
+    """Why an api_base is not http(s)://host[:port][/path], or None when it is; an address that
+    looks like a credential (a token in its path) is said, never quoted."""
     if "@" in authority(address):
         # Checked first, and the address never echoed: the text before @ may be a password.
         return "credentials in the address are refused; use api_key: os.environ/NAME"
     if address != address.strip() or any(c.isspace() for c in address):
-        return f"{address!r} contains whitespace"
+        return f"{quote(address)} contains whitespace"
     try:
         parts = urlsplit(address)
     except ValueError as exc:
-        return f"{address!r} is not a valid address ({exc}); expected http(s)://host[:port][/path]"
+        return f"{quote(address)} is not a valid address ({exc}); expected http(s)://host[:port][/path]"
     if parts.scheme not in {"http", "https"}:
-        return f"{address!r} must start with http:// or https://"
+        return f"{quote(address)} must start with http:// or https://"
     if not parts.hostname:
-        return f"{address!r} has no host; expected http(s)://host[:port][/path]"
+        return f"{quote(address)} has no host; expected http(s)://host[:port][/path]"
     port_text = parts.netloc.rpartition("]")[2].partition(":")[2]
     if port_text and not (port_text.isascii() and port_text.isdigit()):
-        return f"{address!r} has a port that is not a number; expected http(s)://host[:port][/path]"
+        return f"{quote(address)} has a port that is not a number; expected http(s)://host[:port][/path]"
     if port_text and not 1 <= int(port_text) <= 65535:
         return f"port {int(port_text)} is outside 1-65535"
     if parts.query or parts.fragment:
         # Not echoed whole: a query may carry a token (?api_key=...).
         shown = f"{parts.scheme}://{parts.netloc}{parts.path}"
-        return f"{shown!r} must not carry a query or fragment (remove what follows ? or #)"
+        return f"{quote(shown)} must not carry a query or fragment (remove what follows ? or #)"
     return None
 
 

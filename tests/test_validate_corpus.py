@@ -25,7 +25,7 @@ import yaml
 
 from sync.cli import main
 from sync.credentials import looks_secret
-from sync.fleet import load_fleet, schema
+from sync.fleet import address_problem, load_fleet, schema
 from sync.problems import FleetError, Problem
 from sync.render import render
 
@@ -445,3 +445,23 @@ def test_values_that_only_resemble_credentials_pass(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump(fleet, sort_keys=False), encoding="utf-8")
     loaded = load_fleet(path)
     assert len(loaded.models) == len(fleet["models"])
+
+
+TOKEN = "sk-abcdef0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        f"ftp://10.0.0.1:8000/{TOKEN}/v1",
+        f"http://10.0.0.1:8000/{TOKEN}/v1 ",
+        f"http://10.0.0.1:80x0/{TOKEN}/v1",
+        f"http:///{TOKEN}",
+        f"http://10.0.0.1:8000/{TOKEN}/v1#frag",
+        f"http://[::1/{TOKEN}",
+    ],
+)
+def test_an_address_problem_never_quotes_a_credential(address: str) -> None:
+    """set-host and import ask address_problem directly: it must not quote one either."""
+    problem = address_problem(address)
+    assert problem is not None and TOKEN not in problem, problem
