@@ -137,8 +137,10 @@ def test_apply_on_merge_posts_result_on_the_merged_pr(
     model = f"{fleet_name}-m"
     fleet_file = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD}}})
     pr = fake_github.add_pull_request(9, state="closed", merged=True)
-    fake_github.add_comment(
-        pr, PlanComment(fleet_name, "sha256:" + "0" * 64, "plan", "reviewed").render()
+    fake_github.add_comment(  # our own plan comment (the Actions token wrote it)
+        pr,
+        PlanComment(fleet_name, "sha256:" + "0" * 64, "plan", "reviewed").render(),
+        user="github-actions[bot]",
     )
     fake_github.set_commit_pulls("abc123", [pr])
     env = actions_env(proxy, fake_github, tmp_path, {}, "abc123")
