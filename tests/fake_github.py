@@ -390,7 +390,13 @@ class FakeGitHub:
         elif m := re.fullmatch(r"/commits/([0-9A-Za-z]+)/pulls", rest):
             if method == "GET":
                 pulls = [
-                    self.issues.get(n) or {"number": n, "state": "open", "merged_at": None}
+                    self.issues.get(n)
+                    or {
+                        "number": n,
+                        "state": "open",
+                        "merged_at": None,
+                        "user": user_json("someone"),
+                    }
                     for n in self.commit_pulls.get(m.group(1), [])
                 ]
                 return self._page(path, query, pulls)
