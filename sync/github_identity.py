@@ -90,4 +90,4 @@ def actions_token() -> Identity:
 
 
 def unknown(why: str) -> Identity:
-    return Identity(None, "", printable(why)[:200])
+    return Identity(None, "", printable(why)[:200].rstrip(" ."))
