@@ -198,6 +198,7 @@ def test_action_metadata() -> None:
         "args",
         "python-version",
         "github-token",
+        "github-author",
         "model",  # model, host, api-base, automerge: command propose (host-moved)
         "host",
         "api-base",
