@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -218,11 +217,13 @@ def apply(
     from . import gitops
     from .apply import Result
     from .cli_health import verify_result
+    from .cli_saved import check_saved, read_saved
     from .report import result_json, result_text, to_json
     from .report_health import verify_text
     from .safety import refusals
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    reviewed = read_saved(saved) if saved is not None else None  # before the proxy is asked
     with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
         the_plan = gate_plan(
             fleet,
@@ -232,8 +233,8 @@ def apply(
             probe_timeout,
         )
         unsafe = refusals(the_plan, fleet.max_prune_percent)
-        if saved is not None:
-            check_saved(saved, the_plan)  # a dry run previews exactly what apply would do
+        if reviewed is not None:
+            check_saved(reviewed, the_plan)  # a dry run previews exactly what apply would do
         if dry_run:
             show_plan(the_plan, "json" if fmt == "json" else "text", () if force else unsafe)
             if unsafe and not force:
@@ -299,22 +300,6 @@ def run_apply(
         fail(f"apply stopped: {exc.error}")
     finally:
         progress.finish()
-
-
-def check_saved(saved: Path, live_plan: Plan) -> None:
-    try:
-        data = json.loads(saved.read_text(encoding="utf-8"))
-        saved_hash, saved_fleet = data["hash"], data["fleet"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        fail(f"{saved}: not a saved fleet-sync plan ({exc})")
-    if saved_fleet != live_plan.fleet:
-        fail(f"{saved} is a plan for fleet {saved_fleet}, not {live_plan.fleet}", EXIT_REFUSED)
-    if saved_hash != live_plan.hash:
-        fail(
-            f"{saved} is stale: it was {saved_hash}, the live plan is now {live_plan.hash}; "
-            "run plan again and review it",
-            EXIT_REFUSED,
-        )
 
 
 @cli.command()

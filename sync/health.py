@@ -3,9 +3,10 @@ core and the reports only read them."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from .untrusted_json import parse_json
 
 HealthState = Literal["serves", "other_model", "no_answer"]
 # What a plan says for each state, beside the change.
@@ -89,9 +90,9 @@ class Verified:
 def listed_models(body: bytes) -> tuple[str, ...] | str:
     """The model ids of an OpenAI-compatible /models answer, or why it is not one."""
     try:
-        data = json.loads(body)
-    except ValueError:
-        return "the answer is not JSON"
+        data = parse_json(body)
+    except ValueError as exc:
+        return str(exc)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         return "the answer has no data list (not an OpenAI-compatible /models)"

@@ -1,16 +1,17 @@
 """Edge: ask every enabled host of fleet.yaml what it serves (OpenAI-compatible
-GET {api_base}/models), with a short timeout, bounded concurrency and a cap on the answer."""
+GET {api_base}/models), within a total deadline, with bounded concurrency and a cap on the
+answer."""
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
 
+from .bounded_http import AnswerLate, AnswerTooLarge, exchange
 from .credentials import is_reference
 from .fleet import Fleet
 from .health import PROBE_TIMEOUT, HostHealth, judge, listed_models
@@ -74,7 +75,14 @@ def probe_fleet(
     wanted = targets(fleet)
     asks = sorted({(t.api_base, t.key_ref) for t in wanted}, key=lambda a: (a[0], a[1] or ""))
     with (
-        httpx.Client(timeout=timeout, follow_redirects=False, transport=transport) as http,
+        # No pool limit: a host that trickles past its deadline keeps its connection a while,
+        # and a few such hosts must not leave the healthy ones waiting for one.
+        httpx.Client(
+            timeout=timeout,
+            follow_redirects=False,
+            transport=transport,
+            limits=httpx.Limits(max_connections=None),
+        ) as http,
         ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
     ):
         answers = dict(
@@ -102,25 +110,20 @@ def ask(
     """The models a host lists, or why it gave no usable answer (never echoing the key)."""
     url = api_base.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    deadline = time.monotonic() + timeout
-    body = bytearray()
     try:
-        with http.stream("GET", url, headers=headers) as response:
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > BODY_CAP:
-                    return f"the answer is larger than {BODY_CAP // 1024} KiB"
-                if time.monotonic() > deadline:
-                    return f"the answer took longer than {timeout:g}s"
-            status = response.status_code
+        reply = exchange(http, "GET", url, seconds=timeout, cap=BODY_CAP, headers=headers)
+    except AnswerLate:
+        return f"no complete answer within {timeout:g}s"
+    except AnswerTooLarge:
+        return f"the answer is larger than {BODY_CAP // 1024} KiB"
     except httpx.TimeoutException:
         return f"no answer within {timeout:g}s"
     except httpx.ConnectError as exc:
         return f"cannot connect: {exc}"
     except httpx.HTTPError as exc:
         return f"{type(exc).__name__}: {exc}"
-    if status in (401, 403):
-        return f"GET /models answered {status}: the host refused the key"
-    if not 200 <= status < 300:
-        return f"GET /models answered {status}"
-    return listed_models(bytes(body))
+    if reply.status in (401, 403):
+        return f"GET /models answered {reply.status}: the host refused the key"
+    if not 200 <= reply.status < 300:
+        return f"GET /models answered {reply.status}"
+    return listed_models(reply.body)

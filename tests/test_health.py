@@ -210,7 +210,7 @@ def test_reports_show_health_beside_each_change_and_the_withheld_ones() -> None:
 def test_listed_models_reads_an_openai_model_list() -> None:
     body = {"object": "list", "data": [{"id": "org/m"}, {"id": "bad\nid"}, {"no": "id"}]}
     assert listed_models(json.dumps(body).encode()) == ("org/m", "bad?id")
-    assert listed_models(b"<html>") == "the answer is not JSON"
+    assert listed_models(b"<html>") == "the answer is not JSON: expecting value at line 1 column 1"
     assert listed_models(b'{"models": []}') == (
         "the answer has no data list (not an OpenAI-compatible /models)"
     )
@@ -223,6 +223,7 @@ def test_listed_models_reads_an_openai_model_list() -> None:
         (401, b"{}", "GET /models answered 401: the host refused the key"),
         (503, b"busy", "GET /models answered 503"),
         (200, b"x" * (BODY_CAP + 1), f"the answer is larger than {BODY_CAP // 1024} KiB"),
+        (200, b"[" * 100_000, "the answer is nested deeper than 64 levels"),
     ],
 )
 def test_ask_one_host(status: int, body: bytes, expected: object) -> None:
