@@ -38,7 +38,7 @@ from .cli_common import (
     write_key,
 )
 from .cli_fleet import render_command, validate
-from .cli_health import gate_plan, health_options
+from .cli_health import gate_plan, health_options, run_trust
 from .cli_hosts import import_command, propose, set_host
 
 if TYPE_CHECKING:
@@ -125,7 +125,14 @@ def plan(
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_live(client, fleet, take_over)
-    the_plan = gate_plan(fleet, live.plan(fleet, take_over), probe, require_healthy, probe_timeout)
+    the_plan = gate_plan(
+        fleet,
+        live.plan(fleet, take_over),
+        probe,
+        require_healthy,
+        probe_timeout,
+        run_trust(fleet_file, base_ref),
+    )
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
@@ -231,6 +238,7 @@ def apply(
             probe,
             require_healthy,
             probe_timeout,
+            run_trust(fleet_file),
         )
         unsafe = refusals(the_plan, fleet.max_prune_percent)
         if reviewed is not None:
@@ -335,7 +343,8 @@ def drift(
     code = EXIT_OK
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
-        the_plan = gate_plan(fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT)
+        trust = run_trust(fleet_file)
+        the_plan = gate_plan(fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT, trust)
         show_plan(the_plan, fmt)
         if fix and not the_plan.empty:
             unsafe = refusals(the_plan, fleet.max_prune_percent)
@@ -348,7 +357,7 @@ def drift(
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
                 the_plan = gate_plan(
-                    fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT
+                    fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT, trust
                 )
     if github_issue:
         on_github(lambda: gitops.report_drift(the_plan, os.environ))

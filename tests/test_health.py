@@ -16,7 +16,7 @@ from sync.health import HealthState, HostHealth, listed_models
 from sync.healthgate import gate
 from sync.litellm import parse_route
 from sync.plan import Plan, make_plan
-from sync.probe import BODY_CAP, ask, resolve_key
+from sync.probe import BODY_CAP, NeedsKey, ask, resolve_key
 from sync.problems import FleetError
 from sync.render import Route, render, route_id
 from sync.report import plan_markdown, plan_text, pr_markdown, result_json, result_text
@@ -237,6 +237,19 @@ def test_ask_one_host(status: int, body: bytes, expected: object) -> None:
         assert ask(http, "http://10.0.0.1:8000/v1/", "k", 5.0) == expected
     assert str(seen[0].url) == "http://10.0.0.1:8000/v1/models"
     assert seen[0].headers["Authorization"] == "Bearer k"
+
+
+def test_ask_without_a_key_reads_a_refusal_as_needs_a_key() -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(403, content=b"{}")
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as http:
+        assert ask(http, "http://10.0.0.1:8000/v1", None, 5.0) == NeedsKey(403)
+    assert "Authorization" not in seen[0].headers
+    assert NeedsKey(403).detail == "GET /models answered 403 without a key"
 
 
 def test_resolve_key_names_a_variable_that_is_not_set() -> None:

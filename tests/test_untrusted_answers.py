@@ -17,8 +17,9 @@ from sync.cli_common import Exit
 from sync.cli_saved import read_saved
 from sync.fleet import Fleet, fleet_from_doc
 from sync.health import listed_models
+from sync.keytrust import FLEET_ITSELF
 from sync.litellm_errors import error_message
-from sync.probe import BODY_CAP, ask, probe_fleet
+from sync.probe import BODY_CAP, NeedsKey, ask, probe_fleet
 from sync.render import Route, route_id
 from sync.untrusted_json import parse_json
 from sync.verify import verify_groups
@@ -54,7 +55,7 @@ def test_listed_models_of_garbage_is_a_verdict() -> None:
     assert error_message(DEEP.decode()).startswith("[[[[")  # shown cut, not parsed
 
 
-def no_key(url: str, key: str | None = None) -> tuple[str, ...] | str:
+def no_key(url: str, key: str | None = None) -> tuple[str, ...] | str | NeedsKey:
     with httpx.Client(timeout=1.0) as http:
         return ask(http, url, key, 0.5)
 
@@ -91,7 +92,7 @@ def test_one_hostile_host_leaves_every_other_verdict_alone() -> None:
     try:
         with hostile(DEEP) as deep, hostile(trickle="headers") as slow:
             fleet = fleet_of({"a": good.url, "deep": deep.url, "slow": slow.url})
-            probed = {h.host: h for h in probe_fleet(fleet, timeout=0.5)}
+            probed = {h.host: h for h in probe_fleet(fleet, FLEET_ITSELF, timeout=0.5)}
     finally:
         good.stop()
     assert probed["a"].serves
