@@ -14,8 +14,8 @@ from .untrusted_json import parse_json
 if TYPE_CHECKING:
     from .plan import Plan
 
-# A saved plan of 10,000 new routes is ~40 MB of JSON; past this it is not one.
-SAVED_PLAN_MAX_BYTES = 256 * 2**20
+# A saved plan creating 10,000 routes is ~8 MB of JSON; one past this is not a plan.
+SAVED_PLAN_MAX_BYTES = 64 * 2**20
 
 
 @dataclass(frozen=True)
