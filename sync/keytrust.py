@@ -4,9 +4,10 @@ dispatch payload or a pull request gets no key before a person (or the configure
 accepted it, and neither does a key reference a pull request points at a reviewed address.
 
 Which ref is trusted: in `propose`, the checked-out commit (set-host edited only the working
-file); in a pull request's run (GITHUB_EVENT_NAME pull_request or pull_request_target, or
---base-ref), the merge base with the pull request's base; in every other run (local, apply on
-main, drift) fleet.yaml itself. When that ref cannot be read, no address is trusted.
+file); in a pull request's run (GITHUB_EVENT_NAME pull_request, pull_request_target, a review
+of one, merge_group; or --base-ref), the merge base with the pull request's base; in every
+other run (local, apply on main, drift) fleet.yaml itself. When that ref cannot be read, no
+address is trusted.
 """
 
 from __future__ import annotations
@@ -21,7 +22,16 @@ from .render import render
 from .untrusted_json import parse_json
 from .yamlmarks import parse_yaml
 
-PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+# Runs on a pull request's code; a merge group's commit is not on its branch yet either.
+PULL_REQUEST_EVENTS = frozenset(
+    {
+        "pull_request",
+        "pull_request_target",
+        "pull_request_review",
+        "pull_request_review_comment",
+        "merge_group",
+    }
+)
 EVENT_MAX_BYTES = 64 * 2**20  # GitHub's event file; a pull request's body is at most 64 KiB
 
 # (model_name, host, normalised api_base, api_key reference or None)
@@ -132,7 +142,8 @@ def at_commit(fleet_file: Path, sha: str, where: str) -> KeyTrust:
 
 
 def event_base_sha(environ: Mapping[str, str]) -> str | None:
-    """pull_request.base.sha of the event file GitHub Actions writes, or None."""
+    """pull_request.base.sha (merge_group.base_sha) of the event file GitHub Actions writes, or
+    None."""
     path = environ.get("GITHUB_EVENT_PATH")
     if not path:
         return None
@@ -141,7 +152,11 @@ def event_base_sha(environ: Mapping[str, str]) -> str | None:
             event = parse_json(fh.read(EVENT_MAX_BYTES + 1), max_bytes=EVENT_MAX_BYTES)
     except (OSError, ValueError):
         return None
-    pull = event.get("pull_request") if isinstance(event, dict) else None
+    if not isinstance(event, dict):
+        return None
+    pull, group = event.get("pull_request"), event.get("merge_group")
     base = pull.get("base") if isinstance(pull, dict) else None
     sha = base.get("sha") if isinstance(base, dict) else None
+    if sha is None and isinstance(group, dict):
+        sha = group.get("base_sha")
     return sha if isinstance(sha, str) and sha else None

@@ -100,6 +100,12 @@ def pull_request(tmp: Path, base: str | None) -> dict[str, str]:
     return {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(path)}
 
 
+def merge_group(tmp: Path, base: str) -> dict[str, str]:
+    path = tmp / "merge-group.json"
+    path.write_text(json.dumps({"merge_group": {"base_sha": base}}), encoding="utf-8")
+    return {"GITHUB_EVENT_NAME": "merge_group", "GITHUB_EVENT_PATH": str(path)}
+
+
 def test_a_pull_requests_run_trusts_its_base_and_every_other_run_the_file(
     repo: Repo, tmp_path: Path
 ) -> None:
@@ -112,6 +118,7 @@ def test_a_pull_requests_run_trusts_its_base_and_every_other_run_the_file(
         for_run(repo.fleet, None, pull_request(tmp_path, repo.base)),
         for_run(repo.fleet, repo.base, {}),  # --base-ref
         for_run(repo.fleet, "main", {"GITHUB_EVENT_NAME": "pull_request_target"}),
+        for_run(repo.fleet, None, merge_group(tmp_path, repo.base)),
     ):
         assert trust.where == f"fleet.yaml at the pull request's base ({repo.base[:12]})"
         assert trust.refusal("m", "b", NEW, ref) == ""
