@@ -16,13 +16,14 @@ from typing import Any
 import httpx
 
 from .access import CHANGED_BY_HEADER, READ_ONLY, changed_by
-from .answers import listing_page, parse_json, printable
+from .answers import listing_page, printable
 from .credentials import strip_userinfo
 from .litellm_errors import ErrorKind as ErrorKind
 from .litellm_errors import ProxyError as ProxyError
 from .litellm_errors import classify as classify
 from .litellm_errors import error_message as error_message
 from .render import Route, canonical_json
+from .untrusted_json import parse_json
 
 PAGE_SIZE = 200
 # One page of 200 routes is ~1.7 MB (LiteLLM lists ~8.5 KB per route, mostly null cost fields):
