@@ -12,10 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-# Moved to sync/untrusted_json.py, the parser of every JSON fleet-sync did not write; still
-# importable from here for code written against its first place.
-from .untrusted_json import parse_json as parse_json
-
 # 1,000 pages of 200 = 200,000 routes, far beyond any proxy; the bound keeps a lying total_pages
 # from making fleet-sync read forever.
 MAX_PAGES = 1000

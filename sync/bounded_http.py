@@ -1,10 +1,12 @@
 """Edge: one HTTP request whose whole answer, headers and body, must arrive within a total
-deadline and a size cap: what the probe and apply --verify ask of hosts and of the proxy.
+deadline and a size cap — every request fleet-sync sends: the proxy's admin API, a probed host,
+apply --verify through the proxy, GitHub.
 
 httpx's timeouts bound each network operation, not the request: an answer that drips a byte
 every few seconds, in its headers as much as in its body, never trips them. The request runs on
 a worker thread the caller stops waiting for at the deadline; the worker stops reading at its
-next chunk (or at httpx's own timeout while a read stalls) and gives its connection back.
+next chunk (or at httpx's own timeout while a read stalls) and gives its connection back. The
+body is counted after decoding, so neither a huge answer nor a gzip bomb fills memory.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import queue
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -28,10 +30,13 @@ class AnswerTooLarge(Exception):
 
 
 @dataclass(frozen=True)
-class Reply:
+class Answer:
+    """A whole answer: status, headers, the decoded body and the parsed Link header."""
+
     status: int
-    headers: httpx.Headers
     body: bytes
+    headers: httpx.Headers = field(default_factory=httpx.Headers)
+    links: dict[str | None, dict[str, str]] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -39,13 +44,18 @@ class Reply:
 
 
 def exchange(
-    http: httpx.Client, method: str, url: str, *, seconds: float, cap: int, **kwargs: Any
-) -> Reply:
-    """The whole answer within `seconds` (connect, send, headers and body) and `cap` bytes
-    (decoded: a gzip bomb is capped too). Raises AnswerLate, AnswerTooLarge, or the httpx error
-    the request ended with."""
+    http: httpx.Client,
+    method: str,
+    url: str | httpx.URL,
+    *,
+    seconds: float,
+    cap: int,
+    **kwargs: Any,
+) -> Answer:
+    """The whole answer within `seconds` (connect, send, headers and body) and `cap` bytes.
+    Raises AnswerLate, AnswerTooLarge, or the httpx error the request ended with."""
     deadline = time.monotonic() + seconds
-    outcome: queue.SimpleQueue[Reply | Exception] = queue.SimpleQueue()
+    outcome: queue.SimpleQueue[Answer | Exception] = queue.SimpleQueue()
     abandoned = threading.Event()
 
     def work() -> None:
@@ -54,7 +64,7 @@ def exchange(
         except Exception as exc:  # handed over to the caller, raised there
             outcome.put(exc)
 
-    threading.Thread(target=work, name="fleet-sync-bounded-request", daemon=True).start()
+    threading.Thread(target=work, name="fleet-sync-request", daemon=True).start()
     try:
         result = outcome.get(timeout=max(deadline - time.monotonic(), 0.0))
     except queue.Empty:
@@ -68,18 +78,18 @@ def exchange(
 def _read(
     http: httpx.Client,
     method: str,
-    url: str,
+    url: str | httpx.URL,
     cap: int,
     deadline: float,
     abandoned: threading.Event,
     kwargs: Mapping[str, Any],
-) -> Reply:
+) -> Answer:
     with http.stream(method, url, **kwargs) as response:
         body = bytearray()
-        for chunk in response.iter_bytes():
+        for chunk in response.iter_bytes():  # decoded: a gzip bomb is capped too
             body += chunk
             if len(body) > cap:
                 raise AnswerTooLarge
             if abandoned.is_set() or time.monotonic() > deadline:
                 raise AnswerLate
-        return Reply(response.status_code, response.headers, bytes(body))
+        return Answer(response.status_code, bytes(body), response.headers, response.links)

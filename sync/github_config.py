@@ -11,11 +11,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import scrub
-from .answers import parse_json, printable
+from .answers import printable
+from .bounded_http import Answer
 from .comment import fit
 from .credentials import has_userinfo, strip_userinfo
 from .github_identity import AUTHOR_VARIABLE, is_login
-from .http_deadline import MAX_BODY_BYTES, Answer
+from .untrusted_json import MAX_JSON_BYTES, parse_json
 
 DEFAULT_API_URL = "https://api.github.com"
 TIMEOUT_VARIABLE = "FLEET_SYNC_GITHUB_TIMEOUT"
@@ -129,9 +130,9 @@ def read_event(path: str) -> Any:
     """The event payload GitHub Actions wrote at GITHUB_EVENT_PATH, parsed with the bounded
     parser; OSError when unreadable, ValueError when too large, not JSON or too deep."""
     with open(path, "rb") as fh:
-        raw = fh.read(MAX_BODY_BYTES + 1)
-    if len(raw) > MAX_BODY_BYTES:
-        raise ValueError(f"larger than {MAX_BODY_BYTES // 2**20} MiB")
+        raw = fh.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        raise ValueError(f"larger than {MAX_JSON_BYTES // 2**20} MiB")
     return parse_json(raw)
 
 

@@ -3,7 +3,7 @@ a size cap, retried where that is safe, every answer parsed by the one bounded J
 
 The token is sent in the ``Authorization`` header and nowhere else: it never appears in a
 message, a log line or a ``repr``. A late, huge, deep or garbled answer is a one-line
-GitHubError (sync/http_deadline.py), never a traceback or a hang.
+GitHubError (sync/bounded_http.py), never a traceback or a hang.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import httpx
 
 from . import scrub
 from .answers import printable
+from .bounded_http import Answer, AnswerLate, AnswerTooLarge, exchange
 from .github_config import (
     GitHubConfig,
     GitHubError,
@@ -25,7 +26,7 @@ from .github_config import (
     is_rate_limited,
     rate_limit_message,
 )
-from .http_deadline import MAX_BODY_BYTES, Answer, AnswerLate, AnswerTooLarge, exchange
+from .untrusted_json import MAX_JSON_BYTES
 
 PAGE_SIZE = 100  # GitHub's maximum per_page
 # 100,000 items: far beyond any pull request's comments; the bound keeps next-page links that
@@ -47,7 +48,7 @@ class GitHubHTTP:
         retries: int = 2,
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
-        max_bytes: int = MAX_BODY_BYTES,
+        max_bytes: int = MAX_JSON_BYTES,
     ) -> None:
         self.config = config
         self.timeout = config.timeout if timeout is None else timeout
@@ -146,7 +147,7 @@ class GitHubHTTP:
                     method,
                     url,
                     seconds=self.timeout,
-                    max_bytes=self._max_bytes,
+                    cap=self._max_bytes,
                     params=params,
                     json=scrub.active().value(json_body),
                 )

@@ -17,7 +17,7 @@ from sync import github_http
 from sync.github import GitHubClient
 from sync.github_config import GitHubConfig, GitHubError
 from sync.github_pulls import PullRequestClient
-from sync.http_deadline import MAX_BODY_BYTES
+from sync.untrusted_json import MAX_JSON_BYTES as MAX_BODY_BYTES
 
 from .fake_github import FakeGitHub, fake_github
 
