@@ -3,57 +3,18 @@
 A proxy that answers garbage (a broken or hostile one, or something else on its port) must get
 a clear error, never a traceback, a hang or a plan: JSON nested past any real answer, page
 counts that are not whole numbers or would make fleet-sync read forever, entries that are not
-deployments. Pure functions on parsed data; the client (sync/litellm.py) turns ValueError into
-a ProxyError.
+deployments. Pure functions on parsed data (parsed by sync/untrusted_json.py, the one bounded
+parser); the client (sync/litellm.py) turns ValueError into a ProxyError.
 """
 
 from __future__ import annotations
 
 import json
-from itertools import compress
 from typing import Any
 
-# LiteLLM's answers are ~5 levels deep; fleet-sync walks values recursively (diff, redaction).
-MAX_JSON_DEPTH = 64
 # 1,000 pages of 200 = 200,000 routes, far beyond any proxy; the bound keeps a lying total_pages
 # from making fleet-sync read forever.
 MAX_PAGES = 1000
-_CONTAINERS = frozenset({dict, list})
-
-
-def parse_json(body: bytes) -> Any:
-    """An answer's JSON (None for an empty body); ValueError for garbage or nesting deeper
-    than MAX_JSON_DEPTH."""
-    if not body.strip():
-        return None
-    try:
-        data = json.loads(body)
-    except RecursionError:
-        raise ValueError(f"the answer is nested deeper than {MAX_JSON_DEPTH} levels") from None
-    except ValueError:
-        raise ValueError("the answer is not JSON") from None
-    if _depth_exceeds(data, MAX_JSON_DEPTH):
-        raise ValueError(f"the answer is nested deeper than {MAX_JSON_DEPTH} levels")
-    return data
-
-
-def _depth_exceeds(value: Any, limit: int) -> bool:
-    """Whether a container sits deeper than `limit` (the outermost is at depth 1). Level by
-    level, carrying containers only, sorted out at C speed: a 10,000-route listing holds two
-    million scalars. (json.loads makes exact dicts and lists, so type() is enough.)"""
-    is_container = _CONTAINERS.__contains__
-    level = [value] if is_container(type(value)) else []
-    depth = 1
-    while level:
-        if depth > limit:
-            return True
-        deeper: list[Any] = []
-        for item in level:
-            children = item.values() if type(item) is dict else item
-            deeper += compress(children, map(is_container, map(type, children)))
-        level = deeper
-        depth += 1
-    return False
 
 
 def listing_page(data: Any, page: int, page_size: int) -> tuple[list[dict[str, Any]], int, int]:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -39,7 +38,7 @@ from .cli_common import (
     write_key,
 )
 from .cli_fleet import render_command, validate
-from .cli_health import gate_plan, health_options
+from .cli_health import gate_plan, health_options, run_trust
 from .cli_hosts import import_command, propose, set_host
 
 if TYPE_CHECKING:
@@ -126,7 +125,14 @@ def plan(
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_live(client, fleet, take_over, fleet_file=fleet_file)
-    the_plan = gate_plan(fleet, live.plan(fleet, take_over), probe, require_healthy, probe_timeout)
+    the_plan = gate_plan(
+        fleet,
+        live.plan(fleet, take_over),
+        probe,
+        require_healthy,
+        probe_timeout,
+        run_trust(fleet_file, base_ref),
+    )
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:
@@ -218,11 +224,13 @@ def apply(
     from . import gitops
     from .apply import Result
     from .cli_health import verify_result
+    from .cli_saved import check_saved, read_saved
     from .report import result_json, result_text, to_json
     from .report_health import verify_text
     from .safety import refusals
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    reviewed = read_saved(saved) if saved is not None else None  # before the proxy is asked
     with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
         the_plan = gate_plan(
             fleet,
@@ -230,10 +238,11 @@ def apply(
             probe,
             require_healthy,
             probe_timeout,
+            run_trust(fleet_file),
         )
         unsafe = refusals(the_plan, fleet.max_prune_percent)
-        if saved is not None:
-            check_saved(saved, the_plan)  # a dry run previews exactly what apply would do
+        if reviewed is not None:
+            check_saved(reviewed, the_plan)  # a dry run previews exactly what apply would do
         if dry_run:
             show_plan(the_plan, "json" if fmt == "json" else "text", () if force else unsafe)
             if unsafe and not force:
@@ -301,22 +310,6 @@ def run_apply(
         progress.finish()
 
 
-def check_saved(saved: Path, live_plan: Plan) -> None:
-    try:
-        data = json.loads(saved.read_text(encoding="utf-8"))
-        saved_hash, saved_fleet = data["hash"], data["fleet"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        fail(f"{saved}: not a saved fleet-sync plan ({exc})")
-    if saved_fleet != live_plan.fleet:
-        fail(f"{saved} is a plan for fleet {saved_fleet}, not {live_plan.fleet}", EXIT_REFUSED)
-    if saved_hash != live_plan.hash:
-        fail(
-            f"{saved} is stale: it was {saved_hash}, the live plan is now {live_plan.hash}; "
-            "run plan again and review it",
-            EXIT_REFUSED,
-        )
-
-
 @cli.command()
 @fleet_option
 @read_proxy_options
@@ -350,12 +343,14 @@ def drift(
     code = EXIT_OK
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
+        trust = run_trust(fleet_file)
         the_plan = gate_plan(
             fleet,
             current_plan(fleet, client, fleet_file=fleet_file),
             False,
             False,
             PROBE_TIMEOUT,
+            trust,
         )
         show_plan(the_plan, fmt)
         if fix and not the_plan.empty:
@@ -374,6 +369,7 @@ def drift(
                     False,
                     False,
                     PROBE_TIMEOUT,
+                    trust,
                 )
     if github_issue:
         on_github(lambda: gitops.report_drift(the_plan, os.environ))

@@ -3,7 +3,9 @@ apply --verify through the proxy."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -15,15 +17,21 @@ if TYPE_CHECKING:  # the rest only when a command runs: the options are read at 
     from .apply import Result
     from .fleet import Fleet
     from .health import Verified
+    from .keytrust import KeyTrust
     from .plan import Plan
+
+# Computed only when a plan probes: which addresses each host's key may go to.
+Trust = Callable[[], "KeyTrust"]
 
 
 def health_options(f: Callable[..., Any]) -> Callable[..., Any]:
     f = click.option(
         "--probe",
         is_flag=True,
-        help="Ask every enabled host's GET {api_base}/models (its api_key resolved from this "
-        "environment) and show beside each change whether it serves its served_model. "
+        help="Ask every enabled host's GET {api_base}/models and show beside each change whether "
+        "it serves its served_model. A host's api_key (resolved from this environment) goes only "
+        "to the address fleet.yaml gives it at a reviewed ref (a pull request's base; propose: "
+        "HEAD); a new address is asked without it, and a 401/403 then reads 'needs a key'. "
         "fleet.yaml's health: probe|require turns this on too.",
     )(f)
     f = click.option(
@@ -43,7 +51,9 @@ def health_options(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def gate_plan(fleet: Fleet, plan: Plan, probe: bool, require: bool, timeout: float) -> Plan:
+def gate_plan(
+    fleet: Fleet, plan: Plan, probe: bool, require: bool, timeout: float, trust: Trust
+) -> Plan:
     """The plan with its hosts' health when probing is asked for (flag or fleet.yaml)."""
     require = require or fleet.requires_health
     if not (probe or require or fleet.health):
@@ -51,7 +61,29 @@ def gate_plan(fleet: Fleet, plan: Plan, probe: bool, require: bool, timeout: flo
     from .healthgate import gate
     from .probe import probe_fleet
 
-    return gate(plan, probe_fleet(fleet, timeout=timeout), require)
+    return gate(plan, probe_fleet(fleet, trust(), timeout=timeout), require)
+
+
+def run_trust(fleet_file: Path, base_ref: str | None = None) -> Trust:
+    """plan, apply, drift: in a pull request's run its base is trusted, else fleet.yaml."""
+
+    def trust() -> KeyTrust:
+        from .keytrust import for_run
+
+        return for_run(fleet_file, base_ref, os.environ)
+
+    return trust
+
+
+def head_trust(fleet_file: Path) -> Trust:
+    """propose: the checked-out commit is trusted, not the address set-host just wrote."""
+
+    def trust() -> KeyTrust:
+        from .keytrust import at_head
+
+        return at_head(fleet_file)
+
+    return trust
 
 
 def verify_result(

@@ -20,7 +20,7 @@ from .cli_common import (
     read_routes,
     with_source,
 )
-from .cli_health import gate_plan, health_options
+from .cli_health import gate_plan, head_trust, health_options
 from .problems import FleetError
 
 
@@ -93,7 +93,8 @@ def set_host(
     "--automerge",
     is_flag=True,
     help="Merge when the plan only moves this host (one in-place update, no prune, nothing "
-    "else) to an address the probe shows serving the model, then start the apply workflow.",
+    "else) to an address the probe, sent without the host's key, shows serving the model; "
+    "then start the apply workflow. A new address that needs a key waits for a review.",
 )
 @health_options
 @click.option(
@@ -147,13 +148,15 @@ def propose(
                 return
             with connect(proxy_urls, api_key, timeout) as proxy:
                 live = read_live(proxy, fleet, fleet_file=fleet_file)
-            # An automatic merge needs proof the new address serves: it always probes.
+            # An automatic merge needs proof the new address serves: it always probes. Keys go
+            # only to addresses the checkout has: the payload's address is asked without one.
             the_plan = gate_plan(
                 fleet,
                 live.plan(fleet, False),
                 probe or automerge,
                 require_healthy,
                 probe_timeout,
+                head_trust(fleet_file),
             )
             unsafe = refusals(the_plan, fleet.max_prune_percent)
             click.echo(plan_text(the_plan, False, unsafe), nl=False)

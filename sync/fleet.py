@@ -15,7 +15,9 @@ from urllib.parse import urlsplit
 import jsonschema
 
 from .convergence import unconvergeable
-from .credentials import credential_line, has_userinfo, written_out
+from .fleet_secrets import address_credential, authority, holds_credential, masked, quote
+from .fleet_secrets import secret_problems as _secret_problems
+from .fleet_secrets import where as _where
 from .problems import FleetError, Problem
 from .yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 
@@ -86,7 +88,10 @@ def schema() -> dict[str, Any]:
 
 def load_fleet(path: Path, display: str | None = None) -> Fleet:
     """Read, validate and build the Fleet; raise FleetError listing every problem."""
-    doc = read_yaml(path, display)
+    try:
+        doc = read_yaml(path, display)
+    except FleetError as exc:
+        raise FleetError(masked(exc.problems)) from None
     return fleet_from_doc(doc, display or str(path))
 
 
@@ -106,16 +111,8 @@ def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
     problems.extend(schema_problems(doc.data, doc.marks, file))
     problems.extend(semantic_problems(doc.data, doc.marks, file))
     if problems:
-        raise FleetError(problems)
+        raise FleetError(masked(problems))
     return _build(doc.data)
-
-
-def _where(path: JsonPath) -> str:
-    out = ""
-    for part in path:
-        name = str(part) if str(part).isprintable() else repr(part)  # one problem, one line
-        out += f"[{part}]" if isinstance(part, int) else (f".{name}" if out else name)
-    return out or "top level"
 
 
 def _type_name(value: Any) -> str:
@@ -143,7 +140,8 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
         for key in sorted(set(instance) - set(allowed)):
             hint = difflib.get_close_matches(key, allowed, n=1)
             fix = f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
-            yield Problem(file, *marks.of_key((*path, key)), f"{where}: unknown key {key!r}{fix}")
+            message = f"{where}: unknown key {quote(key)}{fix}"
+            yield Problem(file, *marks.of_key((*path, key)), message)
         return
     if kind == "required":
         # At the key that names the incomplete mapping (models.x:), else where it starts.
@@ -157,13 +155,15 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
         yield Problem(
             file,
             *marks.of_key((*path, name)),
-            f"{where}: invalid model name {name!r} (letters, digits and ._:/@+- "
+            f"{where}: invalid model name {quote(name)} (letters, digits and ._:/@+- "
             "only, starting with a letter or digit, at most 128)",
         )
         return
     last = path[-1] if path else ""
     if kind == "const" and last == "version" and isinstance(instance, str):
-        yield Problem(file, *at, f"version: expected the number 1, got the string {instance!r}")
+        yield Problem(
+            file, *at, f"version: expected the number 1, got the string {quote(instance)}"
+        )
     elif kind == "const" and last == "version":
         yield Problem(
             file,
@@ -186,32 +186,34 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
         )
     elif kind == "pattern" and last == "fleet":
         yield Problem(
-            file, *at, f"fleet: {error.instance!r} must be 1-63 lowercase letters, digits or dashes"
+            file, *at, f"fleet: {quote(instance)} must be 1-63 lowercase letters, digits or dashes"
         )
     elif kind == "pattern" and last == "source" and len(path) == 1:
         yield Problem(
             file,
             *at,
-            f"source: {error.instance!r} must name a repository like my-org/llm-fleet "
+            f"source: {quote(instance)} must name a repository like my-org/llm-fleet "
             "(letters, digits and ._:/@-, at most 200)",
         )
     elif kind == "pattern" and last == "name":
         yield Problem(
             file,
             *at,
-            f"{where}: host name {error.instance!r} must be letters, digits, '.', '_' or '-'",
+            f"{where}: host name {quote(instance)} must be letters, digits, '.', '_' or '-'",
         )
     elif kind == "pattern" and last == "provider":
         yield Problem(
-            file, *at, f"{where}: provider {error.instance!r} must be lowercase like hosted_vllm"
+            file, *at, f"{where}: provider {quote(instance)} must be lowercase like hosted_vllm"
         )
     elif kind == "enum":
         options = ", ".join(str(v) for v in expected)
-        yield Problem(file, *at, f"{where}: {error.instance!r} is not one of: {options}")
+        yield Problem(file, *at, f"{where}: {quote(instance)} is not one of: {options}")
     elif kind in {"minimum", "maximum"}:
         yield Problem(file, *at, f"{where}: {error.instance!r} must be between 0 and 100")
     elif kind == "minLength":
         yield Problem(file, *at, f"{where}: must not be empty")
+    elif holds_credential(instance):
+        yield Problem(file, *at, f"{where}: breaks the schema's {kind!r} rule")
     else:
         yield Problem(file, *at, f"{where}: {error.message}")
 
@@ -230,6 +232,7 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
     def problem(path: JsonPath, message: str, key: bool = False) -> Problem:
         return Problem(file, *(marks.of_key(path) if key else marks.of_value(path)), message)
 
+    yield from _secret_problems(data, problem)
     defaults = data.get("defaults")
     if isinstance(defaults, dict):
         yield from _param_problems(defaults, ("defaults",), problem)
@@ -256,15 +259,15 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
                 if name in names:
                     yield problem(
                         (*here, "name"),
-                        f"{_where(here)}: duplicate host name {name!r} in model {model_name!r} "
-                        f"(first at hosts[{names[name]}])",
+                        f"{_where(here)}: duplicate host name {quote(name)} in model "
+                        f"{quote(model_name)} (first at hosts[{names[name]}])",
                     )
                 else:
                     names[name] = index
             api_base = host.get("api_base")
             if not isinstance(api_base, str):
                 continue
-            error = address_problem(api_base)
+            error = address_credential(api_base) or address_problem(api_base)
             if error:
                 yield problem((*here, "api_base"), f"{_where(here)}.api_base: {error}")
                 continue
@@ -273,35 +276,10 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
                 yield problem(
                     (*here, "api_base"),
                     f"{_where(here)}.api_base: same address as hosts[{bases[normal]}] of model "
-                    f"{model_name!r}; two routes to one server",
+                    f"{quote(model_name)}; two routes to one server",
                 )
             else:
                 bases[normal] = index
-
-
-def _secret_problems(params: Any, at: JsonPath, problem: Any) -> Iterator[Problem]:
-    """Credentials written out anywhere under litellm_params, lists included: a credential-
-    looking key (extra_headers: {Authorization: ...}) holding a plain string, a header line
-    ("Authorization: Bearer ...") in a list, an address with user:pass@. Numbers under such
-    names (max_tokens) are not secrets; a reference os.environ/NAME is what to write."""
-    items = params.items() if isinstance(params, dict) else enumerate(params)
-    for key, value in items:
-        here: JsonPath = (*at, key)
-        if isinstance(key, str) and written_out(key, value):
-            yield problem(
-                here,
-                f"{_where(here)}: looks like a credential; write a reference os.environ/NAME "
-                "instead of the value",
-            )
-        elif isinstance(value, dict | list):
-            yield from _secret_problems(value, here, problem)
-        elif isinstance(value, str) and (credential_line(value) or has_userinfo(value)):
-            # Never echo the value: it is the credential.
-            yield problem(
-                here,
-                f"{_where(here)}: holds a credential (a secret header or user:pass@ in an "
-                "address); write a reference os.environ/NAME instead of the value",
-            )
 
 
 def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> Iterator[Problem]:
@@ -315,16 +293,13 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
                     f"{_where(at)}: set by fleet-sync from {RESERVED_PARAMS[key]}; remove it here",
                     True,
                 )
-        free = {k: v for k, v in params.items() if k not in RESERVED_PARAMS}
-        yield from _secret_problems(free, (*path, "litellm_params"), problem)
     info = section.get("model_info")
     if isinstance(info, dict):
-        yield from _secret_problems(info, (*path, "model_info"), problem)
         for key in info:
             if RESERVED_INFO.match(key):
                 at = (*path, "model_info", key)
                 yield problem(
-                    at, f"{_where(at)}: {key!r} is set by fleet-sync; remove it here", True
+                    at, f"{_where(at)}: {quote(key)} is set by fleet-sync; remove it here", True
                 )
     for name in ("litellm_params", "model_info"):
         values = section.get(name)
@@ -337,29 +312,30 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
 
 
 def address_problem(address: str) -> str | None:
-    """Why an api_base is not http(s)://host[:port][/path], or None when it is."""
-    if "@" in re.split(r"[/?#]", address.split("://", 1)[-1], maxsplit=1)[0]:
+    """Why an api_base is not http(s)://host[:port][/path], or None when it is; an address that
+    looks like a credential (a token in its path) is said, never quoted."""
+    if "@" in authority(address):
         # Checked first, and the address never echoed: the text before @ may be a password.
         return "credentials in the address are refused; use api_key: os.environ/NAME"
     if address != address.strip() or any(c.isspace() for c in address):
-        return f"{address!r} contains whitespace"
+        return f"{quote(address)} contains whitespace"
     try:
         parts = urlsplit(address)
     except ValueError as exc:
-        return f"{address!r} is not a valid address ({exc}); expected http(s)://host[:port][/path]"
+        return f"{quote(address)} is not a valid address ({exc}); expected http(s)://host[:port][/path]"
     if parts.scheme not in {"http", "https"}:
-        return f"{address!r} must start with http:// or https://"
+        return f"{quote(address)} must start with http:// or https://"
     if not parts.hostname:
-        return f"{address!r} has no host; expected http(s)://host[:port][/path]"
+        return f"{quote(address)} has no host; expected http(s)://host[:port][/path]"
     port_text = parts.netloc.rpartition("]")[2].partition(":")[2]
     if port_text and not (port_text.isascii() and port_text.isdigit()):
-        return f"{address!r} has a port that is not a number; expected http(s)://host[:port][/path]"
+        return f"{quote(address)} has a port that is not a number; expected http(s)://host[:port][/path]"
     if port_text and not 1 <= int(port_text) <= 65535:
         return f"port {int(port_text)} is outside 1-65535"
     if parts.query or parts.fragment:
         # Not echoed whole: a query may carry a token (?api_key=...).
         shown = f"{parts.scheme}://{parts.netloc}{parts.path}"
-        return f"{shown!r} must not carry a query or fragment (remove what follows ? or #)"
+        return f"{quote(shown)} must not carry a query or fragment (remove what follows ? or #)"
     return None
 
 

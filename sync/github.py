@@ -1,8 +1,11 @@
 """GitHub REST client: sticky PR comment, drift issue, pull requests of a commit.
 
-I/O only. Everything here talks to ``GITHUB_API_URL`` (default https://api.github.com), so tests
-point it at a fake server on 127.0.0.1. The token is sent in the ``Authorization`` header and
-nowhere else: it never appears in a message, a log line or a ``repr``.
+I/O only. Everything here talks to ``GITHUB_API_URL`` (default https://api.github.com) through
+sync/github_http.py, so tests point it at a fake server on 127.0.0.1.
+
+Only what the token wrote is fleet-sync's: the sticky comment and the drift issue are found by
+their marker *and* their author (sync/github_identity.py); a comment or issue by anyone else is
+never edited, closed, commented on or copied, whatever it carries.
 
 Writes that create something (a comment, an issue) are not retried blindly: a 5xx on a POST may
 mean GitHub stored it anyway, so the sticky-comment and drift-issue paths look again for their
@@ -11,30 +14,20 @@ marker before posting a second time.
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
-import httpx
-
-from . import scrub
+from . import github_identity
+from .answers import printable
 from .comment import GITHUB_COMMENT_LIMIT
-from .github_config import (
-    GitHubConfig,
-    GitHubError,
-    client_error_message,
-    decode,
-    is_rate_limited,
-    rate_limit_message,
-)
+from .github_config import GitHubError, decode, read_event
+from .github_http import JSON, GitHubHTTP
+from .github_identity import Identity
 
 DRIFT_LABEL = "fleet-drift"
 DRIFT_RESOLVED = "Drift resolved: live state matches fleet.yaml again."
-PAGE_SIZE = 100  # GitHub's maximum per_page
-
-JSON = dict[str, Any]
+__all__ = ["JSON", "CommentRef", "GitHubClient", "IssueAction", "drift_marker"]
 
 
 @dataclass(frozen=True)
@@ -55,45 +48,54 @@ def drift_marker(fleet: str) -> str:
     return f"<!-- fleet-sync:drift fleet={fleet} -->"
 
 
-class GitHubClient:
+class GitHubClient(GitHubHTTP):
     """A small synchronous GitHub REST client for one repository."""
 
-    def __init__(
-        self,
-        config: GitHubConfig,
-        *,
-        transport: httpx.BaseTransport | None = None,
-        timeout: float = 30.0,
-        retries: int = 2,
-        backoff: float = 0.5,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        self.config = config
-        self._retries = retries
-        self._backoff = backoff
-        self._sleep = sleep
-        self._base = httpx.URL(config.api_url.rstrip("/") + "/")
-        self._http = httpx.Client(
-            base_url=self._base,
-            transport=transport,
-            timeout=timeout,
-            follow_redirects=False,
-            headers={
-                "Authorization": f"Bearer {config.token}",
-                "Accept": "application/vnd.github+json",
-                "X-GitHub-Api-Version": "2022-11-28",
-                "User-Agent": "fleet-sync",
-            },
-        )
+    _identity: Identity | None = None  # learnt on first need
 
-    def close(self) -> None:
-        self._http.close()
+    # ------------------------------------------------------------------ identity
 
-    def __enter__(self) -> Self:
-        return self
+    def identity(self) -> Identity:
+        """Who the token writes as (asked once): FLEET_SYNC_GITHUB_AUTHOR when set, else what
+        GET /user names, github-actions[bot] when GitHub answers that an integration's token
+        cannot ask, and unknown when GitHub's answer says nothing usable (a 5xx, garbage, no
+        answer in time). A rate limit or a refused token is an error: every call would fail."""
+        if self._identity is None:
+            self._identity = self._learn_identity()
+        return self._identity
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    @property
+    def identity_unknown(self) -> bool:
+        """Whether the identity was needed and could not be learnt."""
+        return self._identity is not None and not self._identity.known
+
+    def identity_note(self, what: str) -> str:
+        """The log line's note when the identity was needed and is unknown ("" otherwise)."""
+        return self._identity.fallback_note(what) if self._identity is not None else ""
+
+    def _learn_identity(self) -> Identity:
+        if self.config.author:
+            return github_identity.configured(self.config.author)
+        try:
+            answer = self._request("GET", "user")
+        except GitHubError as exc:
+            if exc.status == 403 and exc.detail == github_identity.INTEGRATION:
+                return github_identity.actions_token()
+            if exc.status == 401 or (exc.retryable and exc.status in (403, 429)):
+                raise  # a refused token or a rate limit: the next call would fail the same way
+            return github_identity.unknown(str(exc))
+        try:
+            return github_identity.from_user(decode(answer, "GET /user"))
+        except GitHubError as exc:
+            return github_identity.unknown(str(exc))
+
+    def ours(self, items: list[JSON]) -> list[JSON]:
+        """The items the token wrote; the identity is asked only when there is something to
+        sort out, and an unknown identity owns nothing."""
+        if not items:
+            return []
+        identity = self.identity()
+        return [item for item in items if identity.wrote(item)]
 
     # ------------------------------------------------------------------ pull requests
 
@@ -103,15 +105,15 @@ class GitHubClient:
         if not path:
             return None
         try:
-            with open(path, encoding="utf-8") as fh:
-                event = json.load(fh)
+            event = read_event(path)
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
+            why = str(exc) if isinstance(exc, ValueError) else type(exc).__name__
             raise GitHubError(
-                f"could not read the event payload at GITHUB_EVENT_PATH={path} "
-                f"({type(exc).__name__}): it should be the JSON file GitHub Actions writes."
-            ) from exc
+                f"could not read the event payload at GITHUB_EVENT_PATH={path} ({why}): "
+                "it should be the JSON file GitHub Actions writes."
+            ) from None
         pr = event.get("pull_request") if isinstance(event, dict) else None
         number = pr.get("number") if isinstance(pr, dict) else None
         if isinstance(number, int) and not isinstance(number, bool):
@@ -148,7 +150,8 @@ class GitHubClient:
         return _comment_ref(data, "created")
 
     def upsert_sticky_comment(self, pr_number: int, marker: str, body: str) -> CommentRef:
-        """Edit the comment carrying ``marker`` in place, or post it once if there is none."""
+        """Edit our comment carrying ``marker`` in place, or post it once if there is none (or
+        who we are is unknown: then a new comment, never an edit)."""
         if marker not in body:
             raise ValueError("the sticky comment body must contain its marker")
         _check_length(body)
@@ -167,32 +170,45 @@ class GitHubClient:
             try:
                 return self.post_comment(pr_number, body)
             except GitHubError as exc:
-                if not exc.maybe_committed or attempt == attempts - 1:
+                if not self._may_post_again(exc, attempt == attempts - 1):
                     raise
                 self._sleep(self._backoff * (2**attempt))
         raise AssertionError("unreachable")  # pragma: no cover
 
     def find_comment(self, pr_number: int, marker: str) -> JSON | None:
-        """The comment carrying ``marker`` (ours first, then one quoting it), or None."""
-        matches = [c for c in self.list_comments(pr_number) if marker in str(c.get("body") or "")]
-        # Prefer a comment that starts with the marker (ours) over one quoting it.
+        """Our comment carrying ``marker`` (the oldest starting with it first), or None: a
+        comment by anyone else is never ours, whatever it carries."""
+        carrying = [
+            c
+            for c in self.list_comments(pr_number)
+            if _is_int(c.get("id")) and marker in str(c.get("body") or "")
+        ]
+        matches = self.ours(carrying)
         matches.sort(key=lambda c: (not str(c.get("body") or "").startswith(marker), c["id"]))
         return matches[0] if matches else None
+
+    def _may_post_again(self, exc: GitHubError, last: bool) -> bool:
+        """After a failed POST: whether to look for what it may have stored and post again. Not
+        when who we are is unknown: what it stored could not be recognised as ours."""
+        return exc.maybe_committed and not last and self.identity().known
 
     # ------------------------------------------------------------------ drift issue
 
     def find_drift_issues(self, fleet: str) -> list[JSON]:
-        """Open issues labelled fleet-drift whose body carries this fleet's marker, oldest first."""
+        """Our open issues labelled fleet-drift whose body carries this fleet's marker, oldest
+        first; an issue opened by anyone else is never ours, whatever it carries."""
         marker = drift_marker(fleet)
-        found = [
+        carrying = [
             issue
             for issue in self._paginate(
                 f"repos/{self.config.repository}/issues",
                 {"labels": DRIFT_LABEL, "state": "open"},
             )
-            if "pull_request" not in issue and marker in str(issue.get("body") or "")
+            if "pull_request" not in issue
+            and _is_int(issue.get("number"))
+            and marker in str(issue.get("body") or "")
         ]
-        return sorted(found, key=lambda issue: int(issue["number"]))
+        return sorted(self.ours(carrying), key=lambda issue: int(issue["number"]))
 
     def sync_drift_issue(self, fleet: str, body: str | None) -> IssueAction:
         """Open or update the fleet's drift issue (body given), or close it (body None)."""
@@ -227,124 +243,12 @@ class GitHubClient:
                     f"repos/{repo}/issues",
                     body={"title": title, "body": text, "labels": [DRIFT_LABEL]},
                 )
-                return IssueAction("opened", int(data["number"]))
+                return IssueAction("opened", _int_field(data, "number", "the new issue"))
             except GitHubError as exc:
-                if not exc.maybe_committed or attempt == attempts - 1:
+                if not self._may_post_again(exc, attempt == attempts - 1):
                     raise
                 self._sleep(self._backoff * (2**attempt))
         raise AssertionError("unreachable")  # pragma: no cover
-
-    # ------------------------------------------------------------------ transport
-
-    def _paginate(self, path: str, params: Mapping[str, str] | None = None) -> Iterator[JSON]:
-        query = {**(params or {}), "per_page": str(PAGE_SIZE)}
-        url: str | httpx.URL = path
-        first = True
-        while True:
-            response = self._request("GET", url, params=query if first else None)
-            first = False
-            data = decode(response, f"GET /{path}")
-            if not isinstance(data, list):
-                raise GitHubError(
-                    f"GitHub answered GET /{path} with something other than a list: "
-                    "check GITHUB_API_URL points at the GitHub REST API."
-                )
-            for item in data:
-                if isinstance(item, dict):
-                    yield item
-            next_url = response.links.get("next", {}).get("url")
-            if not next_url:
-                return
-            url = self._same_origin(httpx.URL(next_url), path)
-
-    def _same_origin(self, url: httpx.URL, path: str) -> httpx.URL:
-        base = self._base
-        if (url.scheme, url.host, url.port) != (base.scheme, base.host, base.port):
-            raise GitHubError(
-                f"GitHub's next-page link for GET /{path} points at another host ({url.host}); "
-                "refusing to send the token there: check GITHUB_API_URL."
-            )
-        return url
-
-    def _json(self, method: str, path: str, *, body: JSON) -> JSON:
-        response = self._request(method, path, json_body=body)
-        data = decode(response, f"{method} /{path}")
-        if not isinstance(data, dict):
-            raise GitHubError(
-                f"GitHub answered {method} /{path} with something other than an object: "
-                "check GITHUB_API_URL points at the GitHub REST API."
-            )
-        return data
-
-    def _request(
-        self,
-        method: str,
-        url: str | httpx.URL,
-        *,
-        params: Mapping[str, str] | None = None,
-        json_body: JSON | None = None,
-    ) -> httpx.Response:
-        endpoint = f"{method} {_path_of(url, self._base)}"
-        idempotent = method in {"GET", "PATCH", "PUT", "DELETE", "HEAD"}
-        attempts = self._retries + 1
-        for attempt in range(attempts):
-            last = attempt == attempts - 1
-            try:
-                # The last scrub of what GitHub receives (comments and issues are public to
-                # the repository): the run's secrets and user:pass@ of addresses.
-                response = self._http.request(
-                    method, url, params=params, json=scrub.active().value(json_body)
-                )
-            except httpx.TransportError as exc:
-                not_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-                if (idempotent or not_sent) and not last:
-                    self._sleep(self._backoff * (2**attempt))
-                    continue
-                raise GitHubError(
-                    self._redact(
-                        f"could not reach GitHub at {self.config.api_url} for {endpoint} "
-                        f"after {attempt + 1} attempt(s) ({type(exc).__name__}): network problem "
-                        "or wrong GITHUB_API_URL."
-                    ),
-                    endpoint=endpoint,
-                    retryable=True,
-                    maybe_committed=not not_sent and not idempotent,
-                ) from None
-            status = response.status_code
-            if status < 400:
-                return response
-            if is_rate_limited(response):
-                raise GitHubError(
-                    self._redact(rate_limit_message(response, endpoint)),
-                    status=status,
-                    endpoint=endpoint,
-                    retryable=True,
-                )
-            if status >= 500:
-                if idempotent and not last:
-                    self._sleep(self._backoff * (2**attempt))
-                    continue
-                tries = f" after {attempt + 1} attempts" if attempt else ""
-                raise GitHubError(
-                    self._redact(
-                        f"GitHub answered {status} to {endpoint}{tries}: an error on GitHub's "
-                        "side, not in fleet.yaml; re-run the job later."
-                    ),
-                    status=status,
-                    endpoint=endpoint,
-                    retryable=True,
-                    maybe_committed=not idempotent,
-                )
-            raise GitHubError(
-                self._redact(client_error_message(response, endpoint)),
-                status=status,
-                endpoint=endpoint,
-            )
-        raise AssertionError("unreachable")  # pragma: no cover
-
-    def _redact(self, text: str) -> str:
-        token = self.config.token
-        return scrub.scrub(text.replace(token, "***") if token else text)
 
 
 def _check_length(body: str) -> None:
@@ -358,14 +262,20 @@ def _check_length(body: str) -> None:
 def _comment_ref(
     data: Mapping[str, Any], action: Literal["created", "updated", "unchanged"]
 ) -> CommentRef:
-    return CommentRef(id=int(data["id"]), url=str(data.get("html_url") or ""), action=action)
+    url = data.get("html_url")
+    shown = printable(url)[:300] if isinstance(url, str) else ""
+    return CommentRef(_int_field(data, "id", "a comment"), shown, action)
 
 
-def _path_of(url: str | httpx.URL, base: httpx.URL) -> str:
-    if isinstance(url, httpx.URL):
-        raw = url.path
-        prefix = base.path.rstrip("/")
-        if prefix and raw.startswith(prefix):
-            raw = raw[len(prefix) :]
-        return raw
-    return "/" + url.lstrip("/")
+def _int_field(data: Mapping[str, Any], key: str, what: str) -> int:
+    value = data.get(key)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise GitHubError(
+            f"GitHub's answer about {what} has no whole-number {key}: check GITHUB_API_URL "
+            "points at the GitHub REST API."
+        )
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

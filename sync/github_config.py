@@ -3,19 +3,26 @@ one error every GitHub call raises, with messages that say what to do."""
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
-
 from . import scrub
+from .answers import printable
+from .bounded_http import Answer
 from .comment import fit
 from .credentials import has_userinfo, strip_userinfo
+from .github_identity import AUTHOR_VARIABLE, is_login
+from .untrusted_json import MAX_JSON_BYTES, parse_json
 
 DEFAULT_API_URL = "https://api.github.com"
+TIMEOUT_VARIABLE = "FLEET_SYNC_GITHUB_TIMEOUT"
+# Each request to GitHub, its whole answer included; a retry gets its own.
+DEFAULT_TIMEOUT = 30.0
+MAX_TIMEOUT = 3600.0
 # GitHub drops a step's summary past 1 MiB (and shows nothing of it); a 5,000-route plan is more.
 SUMMARY_LIMIT = 1024 * 1024
 
@@ -31,10 +38,12 @@ class GitHubError(Exception):
         endpoint: str | None = None,
         retryable: bool = False,
         maybe_committed: bool = False,
+        detail: str = "",
     ) -> None:
         super().__init__(message)
         self.status = status
         self.endpoint = endpoint
+        self.detail = detail  # GitHub's own message of a 4xx answer ("" when none)
         self.retryable = retryable
         # True when a write may have been stored although it failed (5xx/timeout after sending).
         self.maybe_committed = maybe_committed
@@ -48,6 +57,8 @@ class GitHubConfig:
     event_path: str | None = None
     step_summary: str | None = None
     sha: str | None = None
+    author: str | None = None  # FLEET_SYNC_GITHUB_AUTHOR: the login the token writes as
+    timeout: float = DEFAULT_TIMEOUT  # seconds per request, the whole answer included
 
     def __post_init__(self) -> None:
         owner, sep, name = self.repository.partition("/")
@@ -81,6 +92,12 @@ class GitHubConfig:
                 f"GITHUB_API_URL {strip_userinfo(api_url)!r} carries credentials (user:pass@): "
                 "remove them; the token goes in GITHUB_TOKEN."
             )
+        author = environ.get(AUTHOR_VARIABLE, "").strip() or None
+        if author is not None and not is_login(author):
+            raise GitHubError(
+                f"{AUTHOR_VARIABLE}={printable(author)[:100]!r} is not a GitHub login: set it to "
+                "the login the token writes as (e.g. my-app[bot] for a GitHub App), or unset it."
+            )
         return cls(
             token=token,
             repository=repository,
@@ -88,7 +105,35 @@ class GitHubConfig:
             event_path=environ.get("GITHUB_EVENT_PATH") or None,
             step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
             sha=environ.get("GITHUB_SHA") or None,
+            author=author,
+            timeout=_timeout(environ.get(TIMEOUT_VARIABLE, "").strip()),
         )
+
+
+def _timeout(text: str) -> float:
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not 0 < seconds <= MAX_TIMEOUT:  # NaN fails too
+        raise GitHubError(
+            f"{TIMEOUT_VARIABLE}={printable(text)[:40]!r} is not a number of seconds from 0 "
+            f"to {MAX_TIMEOUT:g}: set it to the deadline of one GitHub request, or unset it "
+            f"(default {DEFAULT_TIMEOUT:g})."
+        )
+    return seconds
+
+
+def read_event(path: str) -> Any:
+    """The event payload GitHub Actions wrote at GITHUB_EVENT_PATH, parsed with the bounded
+    parser; OSError when unreadable, ValueError when too large, not JSON or too deep."""
+    with open(path, "rb") as fh:
+        raw = fh.read(MAX_JSON_BYTES + 1)
+    if len(raw) > MAX_JSON_BYTES:
+        raise ValueError(f"larger than {MAX_JSON_BYTES // 2**20} MiB")
+    return parse_json(raw)
 
 
 def write_step_summary(
@@ -130,27 +175,28 @@ def _cut(text: str, room: int, note: str) -> str:
     return ""
 
 
-def decode(response: httpx.Response, endpoint: str) -> Any:
+def decode(answer: Answer, endpoint: str) -> Any:
+    """The answer's JSON through the one bounded parser: garbage is a one-line GitHubError."""
     try:
-        return response.json()
-    except ValueError:
+        return parse_json(answer.body)
+    except ValueError as exc:
         raise GitHubError(
-            f"GitHub answered {endpoint} with a body that is not JSON: "
+            f"GitHub's answer to {endpoint} is unusable ({exc}): "
             "check GITHUB_API_URL points at the GitHub REST API.",
-            status=response.status_code,
+            status=answer.status,
             endpoint=endpoint,
         ) from None
 
 
-def is_rate_limited(response: httpx.Response) -> bool:
-    if response.status_code not in (403, 429):
+def is_rate_limited(answer: Answer) -> bool:
+    if answer.status not in (403, 429):
         return False
-    headers = response.headers
+    headers = answer.headers
     return headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
 
 
-def rate_limit_message(response: httpx.Response, endpoint: str) -> str:
-    headers = response.headers
+def rate_limit_message(answer: Answer, endpoint: str) -> str:
+    headers = answer.headers
     retry_after = headers.get("retry-after")
     reset = headers.get("x-ratelimit-reset")
     if retry_after and retry_after.strip().isdigit():
@@ -161,20 +207,25 @@ def rate_limit_message(response: httpx.Response, endpoint: str) -> str:
     else:
         when = "retry later"
     return (
-        f"GitHub rate limit hit ({response.status_code}) on {endpoint}: too many API calls "
+        f"GitHub rate limit hit ({answer.status}) on {endpoint}: too many API calls "
         f"for this token; {when}."
     )
 
 
-def client_error_message(response: httpx.Response, endpoint: str) -> str:
-    status = response.status_code
-    detail = ""
+def github_message(answer: Answer) -> str:
+    """GitHub's ``message`` of an error answer, one printable line ("" when it has none)."""
     try:
-        data = response.json()
-        if isinstance(data, dict) and isinstance(data.get("message"), str):
-            detail = f" ({data['message'][:200]})"
+        data = parse_json(answer.body)
     except ValueError:
-        pass
+        return ""
+    message = data.get("message") if isinstance(data, dict) else None
+    return printable(message)[:200] if isinstance(message, str) else ""
+
+
+def client_error_message(answer: Answer, endpoint: str) -> str:
+    status = answer.status
+    message = github_message(answer)
+    detail = f" ({message})" if message else ""
     if status == 401:
         hint = "the token is invalid or expired; set GITHUB_TOKEN to a valid token"
     elif status == 403:

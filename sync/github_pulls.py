@@ -11,8 +11,10 @@ from __future__ import annotations
 import base64
 from typing import Any, Literal
 
+from .answers import printable
 from .github import JSON, GitHubClient
 from .github_config import GitHubError, decode
+from .github_identity import AUTHOR_VARIABLE
 
 
 class PullRequestClient(GitHubClient):
@@ -26,8 +28,7 @@ class PullRequestClient(GitHubClient):
 
     def commit_file(self, parent: str, path: str, content: bytes, message: str) -> str:
         """A new commit on top of `parent` whose only change is `path` = `content`; its sha."""
-        parent_commit = self._get(f"{self._repo}/git/commits/{parent}")
-        base_tree = str(parent_commit["tree"]["sha"])
+        base_tree = _sha(self._get(f"{self._repo}/git/commits/{parent}"), "tree")
         blob = self._json(
             "POST",
             f"{self._repo}/git/blobs",
@@ -38,15 +39,15 @@ class PullRequestClient(GitHubClient):
             f"{self._repo}/git/trees",
             body={
                 "base_tree": base_tree,
-                "tree": [{"path": path, "mode": "100644", "type": "blob", "sha": blob["sha"]}],
+                "tree": [{"path": path, "mode": "100644", "type": "blob", "sha": _sha(blob)}],
             },
         )
         commit = self._json(
             "POST",
             f"{self._repo}/git/commits",
-            body={"message": message, "tree": tree["sha"], "parents": [parent]},
+            body={"message": message, "tree": _sha(tree), "parents": [parent]},
         )
-        return str(commit["sha"])
+        return _sha(commit)
 
     def branch_sha(self, branch: str) -> str | None:
         try:
@@ -55,7 +56,7 @@ class PullRequestClient(GitHubClient):
             if exc.status == 404:
                 return None
             raise
-        return str(ref["object"]["sha"])
+        return _sha(ref, "object")
 
     def point_branch(self, branch: str, sha: str) -> Literal["created", "moved", "unchanged"]:
         """Create the branch at `sha`, or move it there (force: the branch is ours alone)."""
@@ -75,22 +76,42 @@ class PullRequestClient(GitHubClient):
     # ------------------------------------------------------------------ pull requests
 
     def open_pull(self, branch: str) -> JSON | None:
-        """The open pull request whose head is `branch` in this repository, if any."""
+        """Our open pull request whose head is `branch` in this repository, if any. One that
+        someone else opened from it is never edited nor closed: a GitHubError says so."""
         owner = self.config.repository.partition("/")[0]
-        pulls = list(
-            self._paginate(f"{self._repo}/pulls", {"head": f"{owner}:{branch}", "state": "open"})
+        pulls = [
+            _pull(pull)
+            for pull in self._paginate(
+                f"{self._repo}/pulls", {"head": f"{owner}:{branch}", "state": "open"}
+            )
+        ]
+        if not pulls:
+            return None
+        ours = self.ours(pulls)
+        if ours:
+            return ours[0]
+        user = pulls[0].get("user")
+        login = user.get("login") if isinstance(user, dict) else None
+        author = printable(login)[:100] if isinstance(login, str) else "an unknown author"
+        identity = self.identity()
+        token = identity.login or f"unknown: {identity.source}"
+        raise GitHubError(
+            f"pull request #{pulls[0]['number']} from {branch} was opened by {author}, not by "
+            f"this token ({token}): fleet-sync neither edits nor closes it; close it to let "
+            f"fleet-sync propose the move, or set {AUTHOR_VARIABLE} to the token's login."
         )
-        return pulls[0] if pulls else None
 
     def create_pull(self, branch: str, base: str, title: str, body: str) -> JSON:
-        return self._json(
-            "POST",
-            f"{self._repo}/pulls",
-            body={"title": title, "head": branch, "base": base, "body": body},
+        return _pull(
+            self._json(
+                "POST",
+                f"{self._repo}/pulls",
+                body={"title": title, "head": branch, "base": base, "body": body},
+            )
         )
 
     def edit_pull(self, number: int, **fields: Any) -> JSON:
-        return self._json("PATCH", f"{self._repo}/pulls/{number}", body=fields)
+        return _pull(self._json("PATCH", f"{self._repo}/pulls/{number}", body=fields))
 
     def merge_pull(self, number: int, head_sha: str, title: str) -> str:
         """Merge if the head is still `head_sha` (GitHub answers 409 otherwise); the merge sha."""
@@ -114,3 +135,26 @@ class PullRequestClient(GitHubClient):
         if not isinstance(data, dict):
             raise GitHubError(f"GitHub answered GET /{path} with something other than an object")
         return data
+
+
+def _pull(data: JSON) -> JSON:
+    """A pull request as GitHub answered it, checked to name its number."""
+    number = data.get("number")
+    if not isinstance(number, int) or isinstance(number, bool):
+        raise GitHubError(
+            "GitHub's answer about a pull request has no whole-number number: check "
+            "GITHUB_API_URL points at the GitHub REST API."
+        )
+    return data
+
+
+def _sha(data: JSON, within: str | None = None) -> str:
+    """The ``sha`` of a git object GitHub answered with (of ``data[within]`` when given)."""
+    holder = data.get(within) if within else data
+    sha = holder.get("sha") if isinstance(holder, dict) else None
+    if not isinstance(sha, str) or not sha:
+        raise GitHubError(
+            "GitHub's answer about a git object has no sha: check GITHUB_API_URL points at "
+            "the GitHub REST API."
+        )
+    return sha

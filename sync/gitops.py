@@ -5,7 +5,6 @@ saved as files for the job's artifact and added to the step summary (capped unde
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,8 @@ from .artifact import WHAT, ReportFiles
 from .comment import PlanComment, add_run, fit, marker_for
 from .fleet import Fleet, fleet_from_doc
 from .github import GitHubClient
-from .github_config import GitHubConfig, GitHubError, write_step_summary
+from .github_config import GitHubConfig, GitHubError, read_event, write_step_summary
+from .github_identity import AUTHOR_VARIABLE
 from .gitref import GitRefError, file_at, merge_base
 from .health import Verified
 from .plan import Plan, split_by_base
@@ -48,7 +48,7 @@ def _base_sha(config: GitHubConfig) -> str | None:
     if not config.event_path:
         return None
     try:
-        event = json.loads(Path(config.event_path).read_text(encoding="utf-8"))
+        event = read_event(config.event_path)
         sha = event["pull_request"]["base"]["sha"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -102,14 +102,16 @@ def comment_plan(
             )
         comment = PlanComment(plan.fleet, plan.hash, "plan", fit(body, note=where))
         ref_ = github.upsert_sticky_comment(number, comment.marker, comment.render())
-    return f"plan comment {ref_.action} on pull request #{number}: {ref_.url}"
+        note = github.identity_note("posted a new comment, edited none")
+    return f"plan comment {ref_.action} on pull request #{number}: {ref_.url}{note}"
 
 
 def comment_result(
     result: Result, environ: Mapping[str, str], verified: Sequence[Verified] = ()
 ) -> str:
     """The result in the job summary (once, first), then on each pull request merged as
-    GITHUB_SHA, on top of what earlier runs of the job reported there."""
+    GITHUB_SHA, on top of what earlier runs of the job reported there (in our own result
+    comment: a comment by anyone else is never edited nor copied)."""
     config = GitHubConfig.from_env(environ)
     outcomes = {"complete": result.complete, "outcomes": result_json(result)["outcomes"]}
     summary = scrub(_result_body(result, "", verified))
@@ -128,9 +130,10 @@ def comment_result(
             body = add_run(run, earlier.body if earlier else None, note=where)
             comment = PlanComment(result.plan.fleet, result.plan.hash, "apply", body)
             posted.append(github.upsert_sticky_comment(number, marker, comment.render()))
+        note = github.identity_note("posted new comments, edited and copied none")
     if not numbers:
         return f"no pull request is associated with {config.sha[:12]}; result in the job summary"
-    return "; ".join(f"apply result {c.action}: {c.url}" for c in posted)
+    return "; ".join(f"apply result {c.action}: {c.url}" for c in posted) + note
 
 
 def _result_body(result: Result, note: str, verified: Sequence[Verified]) -> str:
@@ -145,17 +148,22 @@ def _result_body(result: Result, note: str, verified: Sequence[Verified]) -> str
 
 
 def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
-    marker = marker_for(applied.fleet, "plan")
-    for comment in github.list_comments(number):
-        parsed = PlanComment.parse(str(comment.get("body") or ""))
-        if parsed is None or not parsed.render().startswith(marker):
-            continue
-        if parsed.plan_hash != applied.hash:
-            return (
-                f"The plan applied ({applied.hash[:19]}…) differs from the plan reviewed in this "
-                f"pull request ({parsed.plan_hash[:19]}…): live state moved after the review."
-            )
-        return ""
+    """Whether the plan applied is the one our plan comment showed; a plan comment by anyone
+    else is not the review, whatever hash it carries."""
+    ours = github.find_comment(number, marker_for(applied.fleet, "plan"))
+    reviewed = PlanComment.parse(str(ours.get("body") or "")) if ours else None
+    if reviewed is None or reviewed.kind != "plan" or reviewed.fleet != applied.fleet:
+        if not github.identity_unknown:
+            return ""
+        return (
+            "The plan reviewed in this pull request could not be checked: the token's identity "
+            f"is unknown, so no plan comment is trusted (set {AUTHOR_VARIABLE})."
+        )
+    if reviewed.plan_hash != applied.hash:
+        return (
+            f"The plan applied ({applied.hash[:19]}…) differs from the plan reviewed in this "
+            f"pull request ({reviewed.plan_hash[:19]}…): live state moved after the review."
+        )
     return ""
 
 
@@ -166,6 +174,7 @@ def report_drift(plan: Plan, environ: Mapping[str, str]) -> str:
     body = None if plan.empty else fit(report, note=where)
     with GitHubClient(config) as github:
         action = github.sync_drift_issue(plan.fleet, body)
+        note = github.identity_note("closed none" if body is None else "opened a new issue")
     if action.action == "none":
-        return "no drift and no open drift issue"
-    return f"drift issue #{action.number} {action.action}"
+        return "no drift" + (note or " and no open drift issue")
+    return f"drift issue #{action.number} {action.action}{note}"

@@ -1,28 +1,98 @@
 """gitpython at the edge: fleet.yaml as it was at a ref, the merge base of a pull request, and
-the repository fleet.yaml belongs to."""
+the repository fleet.yaml belongs to.
+
+The git program gitpython runs is chosen here, not by a PATH lookup: the first `git` on PATH
+whose directory and file both lie outside the working tree being read, skipping relative and
+empty entries (they name the current directory). A checkout cannot answer as git, even when a
+step put one of its directories on PATH. Importing gitpython already runs `git version`, so the
+choice is made before the import."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
-import git
+import click
+
+if TYPE_CHECKING:
+    import git
 
 
 class GitRefError(Exception):
     pass
 
 
+class GitNotFound(click.ClickException):
+    """No git outside the tree: the command stops (exit 1) with this message."""
+
+    def show(self, file: IO[str] | None = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+def git_executable(tree: Path, search_path: str) -> str:
+    """The first `git` on `search_path` (PATH's form) outside `tree`: entries that are relative
+    or empty, or that lie inside `tree` (symbolic links followed, the directory's and the
+    program's), are skipped."""
+    inside = tree.resolve()
+    for entry in search_path.split(os.pathsep):
+        if not os.path.isabs(entry):
+            continue
+        candidate = Path(entry, "git")
+        try:
+            places = (Path(entry).resolve(strict=True), candidate.resolve(strict=True))
+        except (OSError, RuntimeError):  # missing, or a loop of links
+            continue
+        if any(p.is_relative_to(inside) for p in places):
+            continue
+        if places[1].is_file() and os.access(places[1], os.X_OK):
+            return str(candidate)
+    raise GitNotFound(
+        f"no git program on PATH outside {inside} (relative entries, empty ones and the "
+        "repository's own directories are not searched): install git or put its directory "
+        "on PATH"
+    )
+
+
+def _tree_of(start: Path) -> Path:
+    """The working tree holding `start`: the nearest directory with a `.git`."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    raise GitRefError(f"{start} is not inside a git repository")
+
+
 def _repo(start: Path) -> git.Repo:
+    tree = _tree_of(start)
+    executable = git_executable(tree, os.environ.get("PATH", ""))
+    # Read by gitpython's import-time `git version`; a value the environment already had is
+    # replaced, so no earlier step chooses the program either.
+    os.environ["GIT_PYTHON_GIT_EXECUTABLE"] = executable
     try:
-        return git.Repo(start, search_parent_directories=True)
+        import git
+    except ImportError as exc:  # the chosen program does not answer `git version`
+        raise GitNotFound(f"{executable} does not run as git ({exc})") from exc
+    if executable != git.Git.GIT_PYTHON_GIT_EXECUTABLE:  # imported earlier for another tree
+        try:
+            git.refresh(executable)
+        except (ImportError, git.GitCommandNotFound) as exc:
+            raise GitNotFound(f"{executable} does not run as git ({exc})") from exc
+    try:
+        return git.Repo(tree)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise GitRefError(f"{start} is not inside a git repository") from exc
+
+
+# The functions below call _repo before they import gitpython: it picks the program first.
 
 
 def merge_base(start: Path, base: str, head: str = "HEAD") -> str:
     """The commit a pull request branched from (what 'this PR changes' is measured against)."""
     repo = _repo(start)
+    import git
+
     try:
         bases = repo.merge_base(base, head)
     except git.GitCommandError as exc:
@@ -37,6 +107,8 @@ def merge_base(start: Path, base: str, head: str = "HEAD") -> str:
 def file_at(path: Path, ref: str) -> str | None:
     """The text of `path` at `ref`, or None when the file did not exist there."""
     repo = _repo(path.resolve().parent)
+    import git
+
     relative = path.resolve().relative_to(Path(repo.working_tree_dir or ".").resolve())
     try:
         blob = repo.commit(ref).tree / relative.as_posix()
@@ -69,8 +141,13 @@ def repository_of(path: Path) -> str | None:
     GITHUB_REPOSITORY says for the same repository in GitHub Actions), or None."""
     try:
         repo = _repo(path.resolve().parent)
+    except GitRefError:
+        return None
+    import git
+
+    try:
         urls = list(repo.remote("origin").urls)
-    except (GitRefError, ValueError, git.GitCommandError):
+    except (ValueError, git.GitCommandError):
         return None
     match = _REMOTE_REPOSITORY.search(urls[0]) if urls else None
     return match.group(1) if match else None

@@ -3,17 +3,14 @@ core and the reports only read them."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-HealthState = Literal["serves", "other_model", "no_answer"]
-# What a plan says for each state, beside the change.
-STATE_TEXT = {
-    "serves": "serves",
-    "other_model": "serves something else",
-    "no_answer": "not answering",
-}
+from .untrusted_json import parse_json
+
+# needs_key: the host answered 401/403 to a probe sent without a key (its address is not
+# trusted with the key yet, or fleet-sync's environment does not hold it).
+HealthState = Literal["serves", "other_model", "no_answer", "needs_key"]
 MODELS_SHOWN = 10
 PROBE_TIMEOUT = 5.0  # seconds each host has to answer; here, so the CLI's options need no httpx
 ID_SHOWN = 200  # an upstream may list hundreds of models; the plan names a few
@@ -30,8 +27,9 @@ class HostHealth:
     served_model: str
     state: HealthState
     models: tuple[str, ...] = ()  # what the host listed (other_model, serves)
-    detail: str = ""  # why it is not answering
-    key_note: str = ""  # e.g. the key's variable is not set where fleet-sync runs
+    detail: str = ""  # why it is not answering, or what it answered without a key
+    key_note: str = ""  # why its key was not sent: an address not yet reviewed, a variable unset
+    key_sent: bool = False  # whether the probe carried the host's key
 
     @property
     def serves(self) -> bool:
@@ -41,11 +39,14 @@ class HostHealth:
         """One line, e.g. 'serves Qwen/Qwen3.8-27B' or 'not answering (connection refused)'."""
         if self.state == "serves":
             text = f"serves {self.served_model}"
+            text += " (answered without a key)" if self.key_note else ""
         elif self.state == "other_model":
             listed = ", ".join(_short(m) for m in self.models[:MODELS_SHOWN]) or "no model"
             more = len(self.models) - MODELS_SHOWN
             listed += f" and {more} more" if more > 0 else ""
             text = f"serves something else: {listed} (not {self.served_model})"
+        elif self.state == "needs_key":
+            text = f"needs a key ({self.detail})"
         else:
             text = f"not answering ({self.detail})"
         return f"{text}; {self.key_note}" if self.key_note else text
@@ -61,6 +62,7 @@ class HostHealth:
             "models": list(self.models),
             "detail": self.detail,
             "key_note": self.key_note,
+            "key_sent": self.key_sent,
         }
 
 
@@ -89,9 +91,9 @@ class Verified:
 def listed_models(body: bytes) -> tuple[str, ...] | str:
     """The model ids of an OpenAI-compatible /models answer, or why it is not one."""
     try:
-        data = json.loads(body)
-    except ValueError:
-        return "the answer is not JSON"
+        data = parse_json(body)
+    except ValueError as exc:
+        return str(exc)
     entries = data.get("data") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         return "the answer has no data list (not an OpenAI-compatible /models)"

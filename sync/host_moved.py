@@ -42,11 +42,22 @@ def branch_name(model: str, host: str) -> str:
     return f"{BRANCH_PREFIX}/{parts[0]}/{parts[1]}"
 
 
+# The payload's address was asked without the host's key (sync/keytrust.py): its answer is all
+# an automatic merge may trust.
+NEEDS_KEY = (
+    "the new address wants a key, which fleet-sync does not send to an address from a dispatch "
+    "payload: a person reviews it"
+)
+
+
 def automerge_refusal(plan: Plan, refusals: Sequence[str], model: str, host: str) -> str | None:
-    """Why this plan is more than moving one host to an address proven to serve its model (so
-    a human reviews it), or None."""
+    """Why this plan is more than moving one host to an address proven, without its key, to
+    serve its model (so a human reviews it), or None."""
     if refusals:
         return "the plan is refused by the safety checks"
+    moved = next((h for h in plan.health or () if (h.model_name, h.host) == (model, host)), None)
+    if moved is not None and moved.state == "needs_key":
+        return NEEDS_KEY
     if plan.withheld:
         return f"a change is withheld ({plan.withheld[0].reason})"
     others = [c for c in plan.changes if (c.model_name, c.host) != (model, host)]

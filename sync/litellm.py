@@ -4,9 +4,7 @@ is in litellm_errors.py."""
 from __future__ import annotations
 
 import hashlib
-import queue
 import random
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,37 +14,21 @@ from typing import Any
 import httpx
 
 from .access import CHANGED_BY_HEADER, READ_ONLY, changed_by
-from .answers import listing_page, parse_json, printable
+from .answers import listing_page, printable
+from .bounded_http import Answer, AnswerLate, AnswerTooLarge, exchange
 from .credentials import strip_userinfo
 from .litellm_errors import ErrorKind as ErrorKind
 from .litellm_errors import ProxyError as ProxyError
 from .litellm_errors import classify as classify
 from .litellm_errors import error_message as error_message
 from .render import Route, canonical_json
+from .untrusted_json import MAX_JSON_BYTES, parse_json
 
 PAGE_SIZE = 200
 # One page of 200 routes is ~1.7 MB (LiteLLM lists ~8.5 KB per route, mostly null cost fields):
 # 16 MiB leaves room for large model_info while a hostile or broken proxy cannot exhaust memory.
-MAX_BODY_BYTES = 16 * 2**20
+MAX_BODY_BYTES = MAX_JSON_BYTES
 MAX_GROUP_PAGES = 500  # a model group of 100,000 routes; past that the answer is not believed
-
-
-class AnswerLate(Exception):
-    """No complete answer before the request's deadline."""
-
-
-class AnswerTooLarge(Exception):
-    """The answer grew past MAX_BODY_BYTES."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    body: bytes
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", errors="replace")
 
 
 @dataclass(frozen=True)
@@ -176,49 +158,8 @@ class LiteLLMClient:
         raise last
 
     def _exchange(self, method: str, url: str, **kwargs: Any) -> Answer:
-        """One request and its whole answer within the deadline (--timeout) and MAX_BODY_BYTES.
-
-        httpx's timeouts bound each network operation, not the request: a body that drips one
-        byte a second never trips them. The request runs on a worker thread the caller stops
-        waiting for at the deadline; the worker stops reading at its next chunk (or at httpx's
-        own timeout while a read stalls) and gives its connection back."""
-        deadline = time.monotonic() + self.timeout
-        outcome: queue.SimpleQueue[Answer | Exception] = queue.SimpleQueue()
-        abandoned = threading.Event()
-
-        def work() -> None:
-            try:
-                outcome.put(self._read(method, url, deadline, abandoned, kwargs))
-            except Exception as exc:  # handed over to the caller, raised there
-                outcome.put(exc)
-
-        threading.Thread(target=work, name="fleet-sync-request", daemon=True).start()
-        try:
-            result = outcome.get(timeout=max(deadline - time.monotonic(), 0.0))
-        except queue.Empty:
-            abandoned.set()
-            raise AnswerLate from None
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    def _read(
-        self,
-        method: str,
-        url: str,
-        deadline: float,
-        abandoned: threading.Event,
-        kwargs: Mapping[str, Any],
-    ) -> Answer:
-        with self._http.stream(method, url, **kwargs) as response:
-            body = bytearray()
-            for chunk in response.iter_bytes():  # decoded: a gzip bomb is capped too
-                body += chunk
-                if len(body) > MAX_BODY_BYTES:
-                    raise AnswerTooLarge
-                if abandoned.is_set() or time.monotonic() > deadline:
-                    raise AnswerLate
-            return Answer(response.status_code, bytes(body))
+        """One request and its whole answer within the deadline (--timeout) and MAX_BODY_BYTES."""
+        return exchange(self._http, method, url, seconds=self.timeout, cap=MAX_BODY_BYTES, **kwargs)
 
     # -- reads -------------------------------------------------------------------------------
 

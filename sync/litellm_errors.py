@@ -8,7 +8,8 @@ import enum
 import json
 from typing import Any
 
-from .answers import parse_json, printable
+from .answers import printable
+from .untrusted_json import parse_json
 
 
 class ErrorKind(enum.Enum):

@@ -1,19 +1,22 @@
 """Edge: ask every enabled host of fleet.yaml what it serves (OpenAI-compatible
-GET {api_base}/models), with a short timeout, bounded concurrency and a cap on the answer."""
+GET {api_base}/models), within a total deadline, with bounded concurrency and a cap on the
+answer. A host's key goes only where KeyTrust allows (sync/keytrust.py); an address not trusted
+with it is asked without it, and its answer is still a verdict."""
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import httpx
 
+from .bounded_http import AnswerLate, AnswerTooLarge, exchange
 from .credentials import is_reference
 from .fleet import Fleet
 from .health import PROBE_TIMEOUT, HostHealth, judge, listed_models
+from .keytrust import KeyTrust
 from .render import render
 
 PROBE_CONCURRENCY = 8
@@ -30,6 +33,17 @@ class Target:
     api_base: str
     served_model: str
     key_ref: str | None  # os.environ/NAME, resolved in fleet-sync's own environment
+
+
+@dataclass(frozen=True)
+class NeedsKey:
+    """The host answered 401/403 to a request that carried no key."""
+
+    status: int
+
+    @property
+    def detail(self) -> str:
+        return f"GET /models answered {self.status} without a key"
 
 
 def targets(fleet: Fleet) -> tuple[Target, ...]:
@@ -61,66 +75,86 @@ def resolve_key(key_ref: str | None, environ: Mapping[str, str]) -> tuple[str | 
     return value, ""
 
 
+def key_for(target: Target, trust: KeyTrust, environ: Mapping[str, str]) -> tuple[str | None, str]:
+    """(the key to send to this host's address, a note for the plan when none is sent although
+    the host has one). An address not trusted with the key never learns whether it is set."""
+    if target.key_ref is None or not is_reference(target.key_ref):
+        return None, ""
+    refusal = trust.refusal(target.model_name, target.host, target.api_base, target.key_ref)
+    if refusal:
+        return None, f"key not sent: {refusal}"
+    return resolve_key(target.key_ref, environ)
+
+
 def probe_fleet(
     fleet: Fleet,
+    trust: KeyTrust,
     *,
     timeout: float = PROBE_TIMEOUT,
     concurrency: int = PROBE_CONCURRENCY,
     environ: Mapping[str, str] | None = None,
-    transport: httpx.BaseTransport | None = None,
 ) -> tuple[HostHealth, ...]:
-    """One HostHealth per enabled host; one request per distinct (address, key)."""
+    """One HostHealth per enabled host; one request per distinct (address, key sent)."""
     env = os.environ if environ is None else environ
-    wanted = targets(fleet)
-    asks = sorted({(t.api_base, t.key_ref) for t in wanted}, key=lambda a: (a[0], a[1] or ""))
+    wanted = {t: key_for(t, trust, env) for t in targets(fleet)}
+    # The reference, not the key, tells asks apart: a secret is never a dictionary key.
+    sent = {t: (t.key_ref if key else None) for t, (key, _) in wanted.items()}
+    keys = {sent[t]: key for t, (key, _) in wanted.items()}
+    asks = sorted({(t.api_base, sent[t]) for t in wanted}, key=lambda a: (a[0], a[1] or ""))
     with (
-        httpx.Client(timeout=timeout, follow_redirects=False, transport=transport) as http,
+        # No pool limit: a host that trickles past its deadline keeps its connection a while,
+        # and a few such hosts must not leave the healthy ones waiting for one.
+        httpx.Client(
+            timeout=timeout, follow_redirects=False, limits=httpx.Limits(max_connections=None)
+        ) as http,
         ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool,
     ):
         answers = dict(
-            zip(
-                asks,
-                pool.map(lambda a: ask(http, a[0], resolve_key(a[1], env)[0], timeout), asks),
-                strict=True,
-            )
+            zip(asks, pool.map(lambda a: ask(http, a[0], keys[a[1]], timeout), asks), strict=True)
         )
-    out = []
-    for t in wanted:
-        answer = answers[(t.api_base, t.key_ref)]
-        note = resolve_key(t.key_ref, env)[1]
-        common = (t.route_id, t.model_name, t.host, t.api_base, t.served_model)
-        if isinstance(answer, str):
-            out.append(HostHealth(*common, "no_answer", detail=answer, key_note=note))
-        else:
-            out.append(HostHealth(*common, judge(answer, t.served_model), answer, key_note=note))
-    return tuple(out)
+    return tuple(
+        verdict(t, answers[(t.api_base, sent[t])], sent[t] is not None, note)
+        for t, (_, note) in wanted.items()
+    )
+
+
+def verdict(
+    t: Target, answer: tuple[str, ...] | str | NeedsKey, key_sent: bool, note: str
+) -> HostHealth:
+    common = (t.route_id, t.model_name, t.host, t.api_base, t.served_model)
+    if isinstance(answer, NeedsKey):
+        return HostHealth(
+            *common, "needs_key", detail=answer.detail, key_note=note, key_sent=key_sent
+        )
+    if isinstance(answer, str):
+        return HostHealth(*common, "no_answer", detail=answer, key_note=note, key_sent=key_sent)
+    state = judge(answer, t.served_model)
+    return HostHealth(*common, state, answer, key_note=note, key_sent=key_sent)
 
 
 def ask(
     http: httpx.Client, api_base: str, key: str | None, timeout: float
-) -> tuple[str, ...] | str:
-    """The models a host lists, or why it gave no usable answer (never echoing the key)."""
+) -> tuple[str, ...] | str | NeedsKey:
+    """The models a host lists, NeedsKey when it refuses a request without a key, or why it
+    gave no usable answer (never echoing the key)."""
     url = api_base.rstrip("/") + "/models"
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    deadline = time.monotonic() + timeout
-    body = bytearray()
     try:
-        with http.stream("GET", url, headers=headers) as response:
-            for chunk in response.iter_bytes():
-                body += chunk
-                if len(body) > BODY_CAP:
-                    return f"the answer is larger than {BODY_CAP // 1024} KiB"
-                if time.monotonic() > deadline:
-                    return f"the answer took longer than {timeout:g}s"
-            status = response.status_code
+        reply = exchange(http, "GET", url, seconds=timeout, cap=BODY_CAP, headers=headers)
+    except AnswerLate:
+        return f"no complete answer within {timeout:g}s"
+    except AnswerTooLarge:
+        return f"the answer is larger than {BODY_CAP // 1024} KiB"
     except httpx.TimeoutException:
         return f"no answer within {timeout:g}s"
     except httpx.ConnectError as exc:
         return f"cannot connect: {exc}"
     except httpx.HTTPError as exc:
         return f"{type(exc).__name__}: {exc}"
-    if status in (401, 403):
-        return f"GET /models answered {status}: the host refused the key"
-    if not 200 <= status < 300:
-        return f"GET /models answered {status}"
-    return listed_models(bytes(body))
+    if reply.status in (401, 403):
+        if key is None:
+            return NeedsKey(reply.status)
+        return f"GET /models answered {reply.status}: the host refused the key"
+    if not 200 <= reply.status < 300:
+        return f"GET /models answered {reply.status}"
+    return listed_models(reply.body)

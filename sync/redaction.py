@@ -18,6 +18,12 @@ called:
   have the shape of a model and an address (an address without its user:password@, query and
   fragment); model_name, id and the fleet_sync_* tags (never resolved) are shown; numbers,
   booleans and references are shown;
+- a live string (or a key) that looks like a credential by its shape (sync/credentials.py: a
+  token, a long random string, a hex run, a secret header...) is never shown, wherever it is: a
+  hand edit can put one in model_info or in an address's path, where fleet.yaml could not (validate
+  refuses it); model_name and id excepted, which every change names anyway (the final scrub masks
+  issuers' tokens in them); a desired value of that shape, should one ever get past validate,
+  is hidden the same way;
 - every address loses its user:password@ part, lists are walked like mappings.
 
 The plan core compares raw values; this module is applied where plans are rendered.
@@ -30,10 +36,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from .compare import ABSENT, shown
-from .credentials import is_reference, looks_like_credential, strip_userinfo
+from .credentials import is_reference, looks_like_credential, mask_credentials, strip_userinfo
 from .plan import Change, Delete, Plan
 
-# Paths LiteLLM never resolves references on: shown as they are.
+# Paths LiteLLM never resolves references on: shown as they are (the route's name and id, which
+# every change names anyway).
 OWN_PATHS = frozenset({"model_name", "model_info.id"})
 OWN_PREFIX = "model_info.fleet_sync_"
 # Paths fleet-sync fills from its own validated fields, but where LiteLLM would resolve a
@@ -63,6 +70,11 @@ def hidden_reference(reference: str) -> Hidden:
 HIDDEN_UNSET = Hidden("(hidden: a live string fleet.yaml does not set)")
 HIDDEN_DIFFERS = Hidden("(hidden: a live string that differs from fleet.yaml)")
 HIDDEN_SHAPE = Hidden("(hidden: a live value that does not have this field's shape)")
+HIDDEN_CREDENTIAL = Hidden("(hidden: looks like a credential)")
+
+
+def _credential(value: Any) -> bool:
+    return isinstance(value, str) and not is_reference(value) and looks_like_credential(value)
 
 
 def shaped(path: str, live: str) -> str:
@@ -70,15 +82,15 @@ def shaped(path: str, live: str) -> str:
     if path == "litellm_params.api_base":
         address = strip_userinfo(live)
         cut = re.split(r"[?#]", address, maxsplit=1)
-        shown_address = cut[0] + ("?***" if len(cut) > 1 else "")
-        return (
-            shown_address
-            if _ADDRESS_SHAPE.fullmatch(cut[0].replace("***@", ""))
-            else (HIDDEN_SHAPE)
-        )
-    if _MODEL_SHAPE.fullmatch(live) and not looks_like_credential(live):
-        return live
-    return HIDDEN_SHAPE
+        bare = cut[0].replace("***@", "")
+        if not _ADDRESS_SHAPE.fullmatch(bare):
+            return HIDDEN_SHAPE
+        if looks_like_credential(bare):
+            return HIDDEN_CREDENTIAL  # the shape of an address, with a token in its path or host
+        return cut[0] + ("?***" if len(cut) > 1 else "")
+    if looks_like_credential(live):
+        return HIDDEN_CREDENTIAL
+    return live if _MODEL_SHAPE.fullmatch(live) else HIDDEN_SHAPE
 
 
 def without_userinfo(value: Any) -> Any:
@@ -92,28 +104,57 @@ def without_userinfo(value: Any) -> Any:
     return value
 
 
+def desired_value(value: Any) -> Any:
+    """A desired value as it may be shown: as fleet.yaml writes it, with user:password@ masked
+    and any string or key of a credential's shape hidden (validate refuses them; should one
+    get through, it is still not shown)."""
+    if isinstance(value, Hidden):
+        return value
+    if _credential(value):
+        return HIDDEN_CREDENTIAL
+    if isinstance(value, Mapping):
+        return {_key(k, i): desired_value(v) for i, (k, v) in enumerate(value.items())}
+    if isinstance(value, list | tuple):
+        return [desired_value(v) for v in value]
+    return without_userinfo(value)
+
+
+def shown_path(path: str) -> str:
+    """A field's path as it may be shown: a key of a credential's shape (a hand edit recorded in
+    fleet_sync_paths, a key being dropped) masked."""
+    return mask_credentials(path)
+
+
+def _key(key: Any, index: int) -> Any:
+    """A mapping key as it may be shown; hidden ones numbered, so two never collide."""
+    return f"{HIDDEN_CREDENTIAL} #{index + 1}" if _credential(key) else key
+
+
 def live_value(live: Any, desired: Any, path: str) -> Any:
     """What may be shown of a live value, given the desired value at the same path
     (MISSING when fleet.yaml sets nothing there)."""
-    if live == ABSENT or path in OWN_PATHS or path.startswith(OWN_PREFIX):
+    if live == ABSENT or path in OWN_PATHS:
         return without_userinfo(live)
+    if path.startswith(OWN_PREFIX):
+        return HIDDEN_CREDENTIAL if _credential(live) else without_userinfo(live)
     if path in SHAPED_PATHS and isinstance(live, str):
         return shaped(path, live)
     if is_reference(desired):
         return live if live == desired else hidden_reference(desired)
     if isinstance(live, Mapping):
         return {
-            k: live_value(v, _child(desired, k), f"{path}.{k}" if path else str(k))
-            for k, v in live.items()
+            _key(k, i): live_value(v, _child(desired, k), f"{path}.{k}" if path else str(k))
+            for i, (k, v) in enumerate(live.items())
         }
     if isinstance(live, list | tuple):
         return [live_value(v, _item(desired, i), f"{path}[{i}]") for i, v in enumerate(live)]
     if isinstance(live, str) and not is_reference(live):
         if not isinstance(desired, str | int | float | bool):
             return HIDDEN_UNSET
-        if live != desired and (path.startswith("litellm_params.") or looks_like_credential(live)):
+        if live != desired and path.startswith("litellm_params."):
             return HIDDEN_DIFFERS
-        return strip_userinfo(live)
+        # Shown otherwise (a model_info string, as fleet.yaml sets it or edited by hand)
+        return HIDDEN_CREDENTIAL if looks_like_credential(live) else strip_userinfo(live)
     return live
 
 
@@ -130,7 +171,7 @@ def _item(desired: Any, index: int) -> Any:
 def field_values(path: str, before: Any, after: Any) -> tuple[Any, Any]:
     """(before, after) of one field change as it may be shown: before is live, after desired."""
     desired = MISSING if after == ABSENT else after
-    return live_value(before, desired, path), without_userinfo(after)
+    return live_value(before, desired, path), desired_value(after)
 
 
 def desired_view(change: Change, plan: Plan) -> Any:
@@ -153,11 +194,11 @@ def change_json(change: Change, body: dict[str, Any], desired: Any) -> dict[str,
     if out.get("before") is not None:
         out["before"] = live_value(out["before"], desired, "")
     if out.get("after") is not None:
-        out["after"] = without_userinfo(out["after"])
+        out["after"] = desired_value(out["after"])
     diff = []
     for entry in out.get("diff", []):
         before, after = field_values(entry["path"], entry["before"], entry["after"])
-        diff.append({**entry, "before": before, "after": after})
+        diff.append({**entry, "path": shown_path(entry["path"]), "before": before, "after": after})
     out["diff"] = diff
     return out
 
@@ -167,4 +208,7 @@ def plan_json(plan: Plan) -> dict[str, Any]:
     body = plan.to_json()
     entries = zip(plan.changes, body["changes"], strict=True)
     body["changes"] = [change_json(c, entry, desired_view(c, plan)) for c, entry in entries]
+    # A change health: require holds back shows its live values too (an update's before).
+    held = zip(plan.withheld, body["withheld"], strict=True)
+    body["withheld"] = [change_json(w.change, e, desired_view(w.change, plan)) for w, e in held]
     return body

@@ -14,6 +14,7 @@ import yaml
 
 from .fleet import Fleet, Host, Model
 from .normalise import SECTIONS, Path, leaves, readable
+from .untrusted_json import parse_json
 
 TAG_FLEET = "fleet_sync_fleet"
 TAG_HOST = "fleet_sync_host"
@@ -98,7 +99,7 @@ class Route:
 def _recorded_path(raw: str) -> Path | None:
     """A path as TAG_PATHS records it (a JSON list), or None when it is not one."""
     try:
-        path = json.loads(raw)
+        path = parse_json(raw.encode())  # a live tag: whoever edits the row writes it
     except ValueError:
         return None
     if not isinstance(path, list) or len(path) < 2 or path[0] not in SECTIONS:

@@ -10,7 +10,7 @@ from .compare import ABSENT, UNREADABLE, FieldChange, shown
 from .health import Verified
 from .plan import Change, Conflict, Create, Plan, Update
 from .problems import Problem
-from .redaction import Hidden, field_values, without_userinfo
+from .redaction import Hidden, desired_value, field_values, shaped, shown_path
 from .report_health import (
     change_health,
     code_safe,
@@ -76,7 +76,7 @@ NOT_LISTED = "not listed by the router: LiteLLM stored this route but serves not
 def _field(d: FieldChange) -> str:
     before, after = field_values(d.path, d.before, d.after)
     via = " (checked through the digest)" if d.checked == "digest" else ""
-    return f"{d.path}: {_value(before)} -> {_value(after)}{via}"
+    return f"{shown_path(d.path)}: {_value(before)} -> {_value(after)}{via}"
 
 
 def _lines(change: Change) -> list[str]:
@@ -91,12 +91,14 @@ def _lines(change: Change) -> list[str]:
             *_leftovers(change),
         ]
     if isinstance(change, Create):
-        params = without_userinfo(shown(change.route)["litellm_params"])
+        params = desired_value(shown(change.route)["litellm_params"])
         return [f"{k}: {_value(v)}" for k, v in params.items()]
     note = f"reason: {change.reason}"
     if change.replaced_by:
         note += f"; replaced by {change.replaced_by}"
-    lines = [f"api_base: {_value(without_userinfo(change.route.api_base))}", note]
+    address = change.route.api_base  # live: shown in an address's shape only
+    shown_address = shaped("litellm_params.api_base", address) if address else address
+    lines = [f"api_base: {_value(shown_address)}", note]
     return lines if change.listed else [*lines, NOT_LISTED]
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from .health import HostHealth, Verified
 from .plan import Change, Delete, Plan
 
-ICON = {"serves": "✅", "other_model": "⚠️", "no_answer": "❌"}
+ICON = {"serves": "✅", "other_model": "⚠️", "no_answer": "❌", "needs_key": "🔑"}
 
 
 def probe_summary(plan: Plan) -> str:
@@ -21,10 +21,13 @@ def probe_summary(plan: Plan) -> str:
             ("serves", "serve"),
             ("other_model", "serve something else"),
             ("no_answer", "not answering"),
+            ("needs_key", "need a key"),
         )
         if (n := sum(1 for s in states if s == state))
     ]
-    return f"probe: {len(states)} host(s): {', '.join(parts) or 'none enabled'}"
+    keyless = sum(1 for h in plan.health if h.key_note and not h.key_sent)
+    unsent = f" ({keyless} asked without their key)" if keyless else ""
+    return f"probe: {len(states)} host(s): {', '.join(parts) or 'none enabled'}{unsent}"
 
 
 def change_health(plan: Plan, change: Change) -> HostHealth | None:

@@ -3,9 +3,21 @@
 Redaction by provenance (sync/redaction.py) decides which live values a plan may show. This
 module does not reason about values at all: it knows the secrets of this run — the proxy's
 admin key, the GitHub token, the values of the environment variables fleet.yaml references —
-and removes them, and the user:password@ of any address, from whatever is about to leave the
-process: stdout, stderr (both wrapped for the whole command, tracebacks and usage errors
-included), files written, the PR comment, the drift issue, the job summary.
+and removes them, the user:password@ of any address, and tokens of an unmistakable shape, from
+whatever is about to leave the process: stdout, stderr (both wrapped for the whole command,
+tracebacks and usage errors included), files written, the PR comment, the drift issue, the job
+summary, every body sent to GitHub.
+
+Which shapes (sync/credentials.py mask_tokens): issuers' tokens (ghp_, github_pat_, glpat-,
+xoxb-, hf_, ya29., AKIA/ASIA, AIza), JWTs, PEM private keys, and the value of a secret in a
+query (?api_key=***). Sound here because nothing fleet-sync writes itself has those shapes: a
+plan hash is sha256: and hex, digests and route ids are hex and names joined by "-" (validate
+refuses these shapes in names), commit ids are hex, and the base64 of a git blob cannot hold one
+(each has a character base64 lacks, or is bounded by one). Not masked here, though validate
+refuses them and redaction hides them in live values: sk-/pk-/rk- keys, whose tail is whatever a
+person chose, so a fleet named sk-prod would lose its route ids (sk-prod-...); and long random or
+hex runs, which every plan hash, commit id and git blob is. The keys of this run (sk-... too)
+are masked by value above.
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from .credentials import referenced_names, strip_userinfo
+from .credentials import mask_tokens, referenced_names, strip_userinfo
 
 MASK = "***"
 # Shorter values are not worth the name of a secret and would mangle every output (a port
@@ -79,7 +91,7 @@ class Scrubber:
         for form in self._forms:
             if form in text:
                 text = text.replace(form, MASK)
-        return text
+        return mask_tokens(text, MASK)
 
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string in it scrubbed."""

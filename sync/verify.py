@@ -8,7 +8,9 @@ from collections.abc import Sequence
 
 import httpx
 
+from .answers import printable
 from .apply import Result
+from .bounded_http import AnswerLate, AnswerTooLarge, exchange
 from .fleet import normalise_address
 from .health import Verified
 from .litellm import error_message
@@ -17,6 +19,8 @@ from .render import Route
 # Set by LiteLLM on every answer, errors included (proxy/common_request_processing.py).
 MODEL_ID_HEADER = "x-litellm-model-id"
 API_BASE_HEADER = "x-litellm-model-api-base"
+# A one-token completion or LiteLLM's error is a few KiB; more is not an answer to read whole.
+BODY_CAP = 1 << 20
 
 
 def changed_groups(result: Result, desired: Sequence[Route]) -> tuple[str, ...]:
@@ -34,33 +38,39 @@ def verify_groups(
     routes: Sequence[Route],
     *,
     timeout: float = 30.0,
-    transport: httpx.BaseTransport | None = None,
 ) -> tuple[Verified, ...]:
-    """`routes`: the fleet's routes as the apply left them, under the ids that serve each host
-    (a route adopted in place keeps LiteLLM's id): what the answering deployment is matched to."""
+    """Each group's request and its whole answer within `timeout` seconds. `routes`: the
+    fleet's routes as the apply left them, under the ids that serve each host (a route adopted
+    in place keeps LiteLLM's id): what the answering deployment is matched to."""
     with httpx.Client(
         base_url=proxy_url.rstrip("/"),
         headers={"Authorization": f"Bearer {api_key}"},
         timeout=timeout,
-        transport=transport,
     ) as http:
-        return tuple(_verify(http, group, routes) for group in groups)
+        return tuple(_verify(http, group, routes, timeout) for group in groups)
 
 
-def _verify(http: httpx.Client, group: str, routes: Sequence[Route]) -> Verified:
+def _verify(http: httpx.Client, group: str, routes: Sequence[Route], timeout: float) -> Verified:
     body = {"model": group, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
     try:
-        response = http.post("/v1/chat/completions", json=body)
+        reply = exchange(
+            http, "POST", "/v1/chat/completions", seconds=timeout, cap=BODY_CAP, json=body
+        )
+    except AnswerLate:
+        return Verified(group, False, f"no complete answer from the proxy within {timeout:g}s")
+    except AnswerTooLarge:
+        return Verified(group, False, f"the proxy's answer is larger than {BODY_CAP // 1024} KiB")
     except httpx.HTTPError as exc:
-        return Verified(group, False, f"no answer from the proxy: {type(exc).__name__} {exc}")
-    route_id = response.headers.get(MODEL_ID_HEADER) or None
-    api_base = response.headers.get(API_BASE_HEADER) or None
+        reason = printable(f"{type(exc).__name__} {exc}")
+        return Verified(group, False, f"no answer from the proxy: {reason}")
+    route_id = _header(reply.headers, MODEL_ID_HEADER)
+    api_base = _header(reply.headers, API_BASE_HEADER)
     ours = next((r for r in routes if r.id == route_id), None)
     where = _where(route_id, ours, api_base, [r for r in routes if r.model_name == group])
     common = {"route_id": route_id, "host": ours.host if ours else None, "api_base": api_base}
-    if not response.is_success:
-        reason = error_message(response.text)
-        return Verified(group, False, f"{response.status_code}{where}: {reason}", **common)
+    if not 200 <= reply.status < 300:
+        reason = error_message(reply.text)
+        return Verified(group, False, f"{reply.status}{where}: {reason}", **common)
     if ours is not None and api_base and _moved(api_base, ours.api_base or ""):
         return Verified(
             group,
@@ -71,6 +81,12 @@ def _verify(http: httpx.Client, group: str, routes: Sequence[Route]) -> Verified
         )
     note = "" if ours else " (a route this fleet does not own: its hosts were not exercised)"
     return Verified(group, True, f"answered{where}{note}", **common)
+
+
+def _header(headers: httpx.Headers, name: str) -> str | None:
+    """A header the proxy set, on one printable line (verify's text goes to the terminal)."""
+    value = headers.get(name)
+    return printable(value[:500]) if value else None
 
 
 def _where(

@@ -1,21 +1,24 @@
 """Runs a workflow job the way a GitHub-hosted runner does, for the tests.
 
 `run:` steps go through `bash --noprofile --norc -eo pipefail <script file>` (GitHub's `shell:
-bash`) with `${{ … }}` filled in first (`a || b` too: the first operand set and not empty), and
-each step gets its own GITHUB_OUTPUT, GITHUB_PATH and GITHUB_STEP_SUMMARY files, read back as
-the runner does. A step using this repository's action (`./` in the project's workflows,
-`fleet-sync-dev/fleet-sync@v1` in the example config repository) runs action.yml's composite
-steps with its inputs (defaults, then `with:` filled in the caller's context),
-GITHUB_ACTION_PATH at this checkout, and the calling step's `env:`. The steps that need the
-internet stand in: actions/checkout does nothing (the test prepares the workspace),
-actions/setup-python finds `python` already on PATH, actions/upload-artifact records what it
-would upload. An expression the runner would not know fails the test.
+bash`, `bash` looked up on PATH with the GITHUB_PATH additions first, as the runner does) with
+`${{ … }}` filled in first (`a || b` too: the first operand set and not empty), and each step
+gets its own GITHUB_OUTPUT, GITHUB_ENV, GITHUB_PATH and GITHUB_STEP_SUMMARY files, read back as
+the runner does (GITHUB_ENV's variables reach later steps, under their own `env:`). A step using
+this repository's action (`./` in the project's workflows, `fleet-sync-dev/fleet-sync@v1` in the
+example config repository) runs action.yml's composite steps with its inputs (defaults, then
+`with:` filled in the caller's context), GITHUB_ACTION_PATH at this checkout, and the calling
+step's `env:`. The steps that need the internet stand in: actions/checkout does nothing (the
+test prepares the workspace), actions/setup-python finds `python` already on PATH,
+actions/upload-artifact records what it would upload. An expression the runner would not know
+fails the test.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,10 +71,11 @@ class Runner:
     temp: Path  # RUNNER_TEMP
     env: dict[str, str]
     contexts: dict[str, str]
-    # The install step runs for real once per test session; later jobs reuse the venv it put
-    # on PATH (share one dict between runners). Keyed by step name: GITHUB_PATH lines.
-    reuse: dict[str, list[str]] = field(default_factory=dict)
+    # The install step runs for real once per test session; later jobs reuse the venv it made
+    # (share one dict between runners). Keyed by step name: the step's outputs.
+    reuse: dict[str, dict[str, str]] = field(default_factory=dict)
     _path: list[str] = field(default_factory=list)  # GITHUB_PATH additions so far
+    _env: dict[str, str] = field(default_factory=dict)  # GITHUB_ENV additions so far
     _count: int = 0
     _summary: list[str] = field(default_factory=list)
     _uploads: list[dict[str, str]] = field(default_factory=list)
@@ -96,7 +100,7 @@ class Runner:
             elif uses.startswith("actions/checkout@"):
                 steps.append(StepRun("checkout", "success"))
             else:
-                steps.append(self._run(step, env, {}))
+                steps.append(self._run(step, env, {}, {}))
         return JobRun(steps, outputs, list(self._uploads), "".join(self._summary))
 
     # -- composite action ----------------------------------------------------------------
@@ -114,8 +118,8 @@ class Runner:
                 context[f"inputs.{name}"] = self._fill(str(call["with"][name]), self.contexts)
             else:
                 context[f"inputs.{name}"] = self._fill(str(spec.get("default", "")), context)
-        env = {**job_env, **self._fill_map(call.get("env") or {}, context)}
-        env["GITHUB_ACTION_PATH"] = str(REPO)
+        call_env = self._fill_map(call.get("env") or {}, context)
+        call_env["GITHUB_ACTION_PATH"] = str(REPO)
         runs: list[StepRun] = []
         for step in action["runs"]["steps"]:
             failed = failed or any(s.outcome == "failure" for s in runs)
@@ -128,7 +132,7 @@ class Runner:
                 self._uploads.append(self._fill_map(step.get("with") or {}, context))
                 runs.append(StepRun("upload-artifact", "success"))
             else:
-                runs.append(self._run(step, env, context))
+                runs.append(self._run(step, job_env, context, call_env))
             if step.get("id"):
                 made = runs[-1].outputs.items()
                 context.update({f"steps.{step['id']}.outputs.{k}": v for k, v in made})
@@ -156,12 +160,16 @@ class Runner:
     # -- one run: step -------------------------------------------------------------------
 
     def _run(
-        self, step: Mapping[str, Any], base_env: Mapping[str, str], context: Mapping[str, str]
+        self,
+        step: Mapping[str, Any],
+        base_env: Mapping[str, str],
+        context: Mapping[str, str],
+        call_env: Mapping[str, str],
     ) -> StepRun:
+        """One `run:` step; `call_env` is the `env:` of the step that uses the action."""
         name = str(step.get("name") or str(step.get("run", ""))[:40])
         if name in self.reuse:
-            self._path[:0] = self.reuse[name]
-            return StepRun(name, "success")
+            return StepRun(name, "success", outputs=dict(self.reuse[name]))
         assert step.get("shell", "bash") == "bash", "the action's steps run under bash"
         self._count += 1
         files = {n: self.temp / f"{n.lower()}-{self._count}" for n in _FILES}
@@ -169,11 +177,18 @@ class Runner:
             path.write_text("", encoding="utf-8")
         script = self.temp / f"step-{self._count}.sh"
         script.write_text(self._fill(str(step["run"]), context), encoding="utf-8")
-        env = {**base_env, **self._fill_map(step.get("env") or {}, context)}
+        env = {
+            **base_env,
+            **self._env,
+            **call_env,
+            **self._fill_map(step.get("env") or {}, context),
+        }
         env.update({n: str(p) for n, p in files.items()})
-        env["PATH"] = os.pathsep.join([*self._path, base_env["PATH"]])
+        env["PATH"] = os.pathsep.join([*self._path, env["PATH"]])
+        bash = shutil.which("bash", path=env["PATH"])
+        assert bash, "no bash on the step's PATH"
         done = subprocess.run(
-            ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script)],
+            [bash, "--noprofile", "--norc", "-eo", "pipefail", str(script)],
             env=env,
             cwd=self.workspace,
             capture_output=True,
@@ -183,11 +198,14 @@ class Runner:
         )
         added = [p for p in files["GITHUB_PATH"].read_text(encoding="utf-8").splitlines() if p]
         self._path[:0] = list(reversed(added))
+        for key, value in _read_outputs(files["GITHUB_ENV"].read_text(encoding="utf-8")).items():
+            if not key.startswith(("GITHUB_", "RUNNER_")):  # the runner's own stay its own
+                self._env[key] = value
         self._summary.append(files["GITHUB_STEP_SUMMARY"].read_text(encoding="utf-8"))
         outputs = _read_outputs(files["GITHUB_OUTPUT"].read_text(encoding="utf-8"))
         outcome = "success" if done.returncode == 0 else "failure"
         if name.startswith("Install fleet-sync") and outcome == "success":
-            self.reuse[name] = list(reversed(added))
+            self.reuse[name] = outputs
         return StepRun(name, outcome, done.returncode, outputs, done.stdout, done.stderr)
 
     def _fill(self, text: str, context: Mapping[str, str]) -> str:
@@ -213,11 +231,12 @@ class Runner:
         return {str(k): self._fill(str(v), context) for k, v in data.items()}
 
 
-_FILES = ("GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STEP_SUMMARY")
+_FILES = ("GITHUB_OUTPUT", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STEP_SUMMARY")
 
 
 def _read_outputs(text: str) -> dict[str, str]:
-    """GITHUB_OUTPUT's two forms: `name=value` lines and `name<<DELIMITER` blocks."""
+    """GITHUB_OUTPUT's (and GITHUB_ENV's) two forms: `name=value` lines and `name<<DELIMITER`
+    blocks."""
     outputs: dict[str, str] = {}
     lines = iter(text.splitlines())
     for line in lines:

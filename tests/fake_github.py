@@ -2,8 +2,14 @@
 
 It keeps issues, pull requests and comments in memory, records every call, paginates lists with
 a ``Link`` header (``per_page`` honoured, default 30, at most 100), checks
-``Authorization: Bearer <token>`` and can inject faults (next N responses 500, rate limited, or
-"stored but answered 500").
+``Authorization: Bearer <token>`` and can inject faults (next N responses 500, rate limited,
+"stored but answered 500", or raw bytes, dripped one at a time).
+
+Authors as GitHub keeps them: every comment, issue and pull request has ``user: {login, type}``;
+what the API creates is by the identity of the token that sent it. The default token behaves
+like the Actions GITHUB_TOKEN (``GET /user`` answers 403 "Resource not accessible by
+integration"; it writes as ``github-actions[bot]``, type Bot); ``add_token`` adds a user's token
+(``GET /user`` names its login). Tests seed comments and issues by anyone.
 
 Use the ``fake_github`` fixture (import it into conftest.py) or ``with FakeGitHub() as gh:``.
 """
@@ -36,6 +42,26 @@ class Call:
     status: int
 
 
+ACTIONS_BOT = "github-actions[bot]"
+INTEGRATION = "Resource not accessible by integration"
+
+
+@dataclass(frozen=True)
+class TokenUser:
+    """Who a token writes as; ``integration``: GET /user answers 403 (Actions and app tokens)."""
+
+    login: str
+    type: str = "User"
+    integration: bool = False
+
+    def json(self) -> JSON:
+        return {"login": self.login, "type": self.type}
+
+
+def user_json(login: str, type_: str | None = None) -> JSON:
+    return {"login": login, "type": type_ or ("Bot" if login.endswith("[bot]") else "User")}
+
+
 @dataclass
 class Fault:
     status: int
@@ -43,6 +69,14 @@ class Fault:
     message: str = "Server Error"
     after_commit: bool = False  # handle the request, then answer with this fault anyway
     method: str | None = None  # only requests with this method (None: any)
+    path: str | None = None  # only requests whose path matches this regex (None: any)
+    raw: bytes | None = None  # answer these bytes as the body instead of {"message": ...}
+    drip: float | None = None  # send the body one byte per this many seconds
+
+    def matches(self, method: str, path: str) -> bool:
+        return (self.method is None or self.method == method) and (
+            self.path is None or re.search(self.path, path) is not None
+        )
 
 
 class FakeGitHub:
@@ -51,6 +85,7 @@ class FakeGitHub:
     def __init__(self, token: str = "ghs_fake_token_0123456789", repo: str = "acme/fleet") -> None:
         self.token = token
         self.repo = repo
+        self.tokens = {token: TokenUser(ACTIONS_BOT, "Bot", integration=True)}
         self.calls: list[Call] = []
         self.issues: dict[int, JSON] = {}  # number -> issue (PRs too: they share numbers)
         self.comments: dict[int, JSON] = {}  # id -> comment (with "issue_number")
@@ -58,6 +93,8 @@ class FakeGitHub:
         self.faults: list[Fault] = []
         self.link_base: str | None = None  # host put in Link headers (None: this server)
         self.lock = threading.RLock()
+        self.closing = threading.Event()  # set by stop(): a dripping answer ends
+        self.gave_up = threading.Semaphore(0)  # released each time a client left a drip
         self.git = FakeGitData(self)  # branches, commits, pull requests, workflow dispatches
         self._next_comment_id = 1000
         self._server: ThreadingHTTPServer | None = None
@@ -82,6 +119,7 @@ class FakeGitHub:
         return self
 
     def stop(self) -> None:
+        self.closing.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -97,7 +135,8 @@ class FakeGitHub:
         self.stop()
 
     def env(self, **extra: str) -> dict[str, str]:
-        """Environment variables that point fleet-sync at this server."""
+        """Environment variables that point fleet-sync at this server (the default token;
+        GITHUB_TOKEN=... in ``extra`` picks another)."""
         return {
             "GITHUB_TOKEN": self.token,
             "GITHUB_REPOSITORY": self.repo,
@@ -107,6 +146,12 @@ class FakeGitHub:
 
     # ------------------------------------------------------------------ seeding
 
+    def add_token(self, token: str, login: str, type_: str = "User") -> str:
+        """Accept another token, a user's (GET /user names ``login``); returns it."""
+        with self.lock:
+            self.tokens[token] = TokenUser(login, type_)
+            return token
+
     def add_pull_request(
         self,
         number: int | None = None,
@@ -115,6 +160,8 @@ class FakeGitHub:
         merged: bool = False,
         body: str = "",
         labels: list[str] | None = None,
+        user: str = "someone",
+        user_type: str | None = None,
     ) -> int:
         with self.lock:
             number = number if number is not None else self._next_number()
@@ -124,14 +171,23 @@ class FakeGitHub:
                 "body": body,
                 "state": state,
                 "labels": [{"name": name} for name in labels or []],
+                "user": user_json(user, user_type),
                 "pull_request": {"url": f"/repos/{self.repo}/pulls/{number}"},
                 "merged_at": "2026-01-01T00:00:00Z" if merged else None,
             }
             return number
 
     def add_issue(
-        self, title: str, body: str, *, labels: list[str] | None = None, state: str = "open"
+        self,
+        title: str,
+        body: str,
+        *,
+        labels: list[str] | None = None,
+        state: str = "open",
+        user: str = "someone",
+        user_type: str | None = None,
     ) -> int:
+        """An issue by ``user`` (type Bot for a login ending in [bot] unless ``user_type``)."""
         with self.lock:
             number = self._next_number()
             self.issues[number] = {
@@ -140,12 +196,16 @@ class FakeGitHub:
                 "body": body,
                 "state": state,
                 "labels": [{"name": name} for name in labels or []],
+                "user": user_json(user, user_type),
             }
             return number
 
-    def add_comment(self, issue_number: int, body: str, *, user: str = "someone") -> int:
+    def add_comment(
+        self, issue_number: int, body: str, *, user: str = "someone", user_type: str | None = None
+    ) -> int:
+        """A comment by ``user`` (type Bot for a login ending in [bot] unless ``user_type``)."""
         with self.lock:
-            return int(self._create_comment(issue_number, body, user)["id"])
+            return int(self._create_comment(issue_number, body, user_json(user, user_type))["id"])
 
     def set_commit_pulls(self, sha: str, numbers: list[int]) -> None:
         with self.lock:
@@ -160,10 +220,33 @@ class FakeGitHub:
         message: str = "Server Error",
         *,
         method: str | None = None,
+        path: str | None = None,
     ) -> None:
-        """The next ``n`` requests (of ``method``, if given) answer ``status``, changing nothing."""
+        """The next ``n`` requests (of ``method``, to a path matching ``path``, if given) answer
+        ``status``, changing nothing."""
         with self.lock:
-            self.faults.extend(Fault(status, message=message, method=method) for _ in range(n))
+            self.faults.extend(
+                Fault(status, message=message, method=method, path=path) for _ in range(n)
+            )
+
+    def answer_next(
+        self,
+        raw: bytes,
+        n: int = 1,
+        *,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        drip: float | None = None,
+        method: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        """The next ``n`` matching requests get ``raw`` as their body, changing nothing; with
+        ``drip``, one byte per ``drip`` seconds until the client leaves (``gave_up``)."""
+        with self.lock:
+            self.faults.extend(
+                Fault(status, dict(headers or {}), "", False, method, path, raw, drip)
+                for _ in range(n)
+            )
 
     def fail_after_commit_next(
         self, n: int = 1, status: int = 500, *, method: str | None = None
@@ -173,7 +256,12 @@ class FakeGitHub:
             self.faults.extend(Fault(status, after_commit=True, method=method) for _ in range(n))
 
     def rate_limit_next(
-        self, n: int = 1, *, retry_after: int | None = None, method: str | None = None
+        self,
+        n: int = 1,
+        *,
+        retry_after: int | None = None,
+        method: str | None = None,
+        path: str | None = None,
     ) -> None:
         """Primary rate limit (403, x-ratelimit-remaining: 0) or, with retry_after, 429."""
         with self.lock:
@@ -185,17 +273,17 @@ class FakeGitHub:
                         "x-ratelimit-reset": str(int(time.time()) + 600),
                     }
                     self.faults.append(
-                        Fault(403, headers, "API rate limit exceeded", method=method)
+                        Fault(403, headers, "API rate limit exceeded", method=method, path=path)
                     )
                 else:
                     headers = {"retry-after": str(retry_after)}
                     message = "You have exceeded a secondary rate limit"
-                    self.faults.append(Fault(429, headers, message, method=method))
+                    self.faults.append(Fault(429, headers, message, method=method, path=path))
 
-    def take_fault(self, method: str) -> Fault | None:
+    def take_fault(self, method: str, path: str) -> Fault | None:
         with self.lock:
             for index, fault in enumerate(self.faults):
-                if fault.method is None or fault.method == method:
+                if fault.matches(method, path):
                     return self.faults.pop(index)
             return None
 
@@ -221,28 +309,34 @@ class FakeGitHub:
     def _next_number(self) -> int:
         return max(self.issues, default=0) + 1
 
-    def _create_comment(self, issue_number: int, body: str, user: str) -> JSON:
+    def _create_comment(self, issue_number: int, body: str, user: JSON) -> JSON:
         self._next_comment_id += 1
         cid = self._next_comment_id
         comment = {
             "id": cid,
             "issue_number": issue_number,
             "body": body,
-            "user": {"login": user},
+            "user": dict(user),
             "html_url": f"https://github.invalid/{self.repo}/issues/{issue_number}#c{cid}",
         }
         self.comments[cid] = comment
         return comment
 
     def handle(
-        self, method: str, path: str, query: dict[str, str], body: Any
+        self, method: str, path: str, query: dict[str, str], body: Any, token: TokenUser
     ) -> tuple[int, Any, dict[str, str]]:
-        """Route one authenticated request; returns (status, json, extra headers)."""
+        """Route one request authenticated as ``token``; returns (status, json, headers)."""
+        if path == "/user":
+            if method != "GET":
+                return 405, {"message": "Method Not Allowed"}, {}
+            if token.integration:
+                return 403, {"message": INTEGRATION, "status": "403"}, {}
+            return 200, {**token.json(), "id": 1, "site_admin": False}, {}
         prefix = f"/repos/{self.repo}"
         if not path.startswith(prefix + "/"):
             return 404, {"message": "Not Found"}, {}
         rest = path[len(prefix) :]
-        if (answer := self.git.handle(method, rest, query, body)) is not None:
+        if (answer := self.git.handle(method, rest, query, body, token.json())) is not None:
             return answer
         if m := re.fullmatch(r"/issues/(\d+)/comments", rest):
             number = int(m.group(1))
@@ -253,7 +347,7 @@ class FakeGitHub:
             if method == "POST":
                 if not isinstance(body, dict) or not isinstance(body.get("body"), str):
                     return 422, {"message": "body is missing"}, {}
-                return 201, self._create_comment(number, body["body"], "github-actions[bot]"), {}
+                return 201, self._create_comment(number, body["body"], token.json()), {}
         elif m := re.fullmatch(r"/issues/comments/(\d+)", rest):
             cid = int(m.group(1))
             if cid not in self.comments:
@@ -270,7 +364,11 @@ class FakeGitHub:
                 if not isinstance(body, dict) or not isinstance(body.get("title"), str):
                     return 422, {"message": "title is missing"}, {}
                 number = self.add_issue(
-                    body["title"], str(body.get("body") or ""), labels=list(body.get("labels", []))
+                    body["title"],
+                    str(body.get("body") or ""),
+                    labels=list(body.get("labels", [])),
+                    user=token.login,
+                    user_type=token.type,
                 )
                 return 201, self.issues[number], {}
         elif m := re.fullmatch(r"/issues/(\d+)", rest):
@@ -292,7 +390,13 @@ class FakeGitHub:
         elif m := re.fullmatch(r"/commits/([0-9A-Za-z]+)/pulls", rest):
             if method == "GET":
                 pulls = [
-                    self.issues.get(n) or {"number": n, "state": "open", "merged_at": None}
+                    self.issues.get(n)
+                    or {
+                        "number": n,
+                        "state": "open",
+                        "merged_at": None,
+                        "user": user_json("someone"),
+                    }
                     for n in self.commit_pulls.get(m.group(1), [])
                 ]
                 return self._page(path, query, pulls)
@@ -351,15 +455,20 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         with gh.lock:
-            if self.headers.get("Authorization") != f"Bearer {gh.token}":
+            token = gh.tokens.get(self.headers.get("Authorization", "").removeprefix("Bearer "))
+            fault = gh.take_fault(self.command, parts.path) if token else None
+            if token is None:
                 status, payload, headers = 401, {"message": "Bad credentials"}, {}
-            elif fault := gh.take_fault(self.command):
+            elif fault:
                 if fault.after_commit:
-                    gh.handle(self.command, parts.path, query, body)
+                    gh.handle(self.command, parts.path, query, body, token)
                 status, payload, headers = fault.status, {"message": fault.message}, fault.headers
             else:
-                status, payload, headers = gh.handle(self.command, parts.path, query, body)
+                status, payload, headers = gh.handle(self.command, parts.path, query, body, token)
             gh.calls.append(Call(self.command, parts.path, query, body, status))
+        if fault and fault.raw is not None:
+            self._send_raw(fault)
+            return
         data = b"" if status == 204 else json.dumps(payload).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
@@ -368,6 +477,29 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _send_raw(self, fault: Fault) -> None:
+        """The fault's bytes as the body; dripped, until the client leaves or the fake stops."""
+        raw = fault.raw or b""
+        gh = self.github
+        self.close_connection = True
+        self.send_response(fault.status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(raw)))
+        for name, value in fault.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if fault.drip is None:
+            self.wfile.write(raw)
+            return
+        try:
+            for index in range(len(raw)):
+                self.wfile.write(raw[index : index + 1])
+                self.wfile.flush()
+                if gh.closing.wait(fault.drip):
+                    return
+        except OSError:  # the client gave up: what the test waits for
+            gh.gave_up.release()
 
     do_GET = _serve
     do_POST = _serve

@@ -50,6 +50,16 @@ class FakeGitData:
     def pulls(self) -> list[JSON]:
         return [i for i in self.github.issues.values() if "head" in i]
 
+    def open_pull_by(self, branch: str, base: str, user: str) -> int:
+        """Seed an open pull request from ``branch`` (which must exist) by another ``user``."""
+        gh = self.github
+        with gh.lock:
+            number = gh.add_pull_request(user=user)
+            pull = gh.issues[number]
+            pull.update(title=f"by {user}", head={"ref": branch}, base={"ref": base})
+            pull["html_url"] = f"https://github.invalid/{gh.repo}/pull/{number}"
+            return number
+
     # ------------------------------------------------------------------ internals
 
     def _blob(self, data: bytes) -> str:
@@ -62,8 +72,11 @@ class FakeGitData:
         self.trees[sha] = dict(entries)
         return sha
 
-    def handle(self, method: str, rest: str, query: dict[str, str], body: Any) -> Answer | None:
-        """Answer one request of this part of the API, or None when it is not ours."""
+    def handle(
+        self, method: str, rest: str, query: dict[str, str], body: Any, user: JSON
+    ) -> Answer | None:
+        """Answer one request (sent by ``user``) of this part of the API, or None when it is
+        not ours."""
         body = body if isinstance(body, dict) else {}
         if m := re.fullmatch(r"/git/ref/heads/(.+)", rest):
             if method != "GET":
@@ -123,9 +136,11 @@ class FakeGitData:
                 return 422, {"message": "ref is required"}, {}
             self.dispatches.append({"workflow": m.group(1), "ref": body["ref"]})
             return 204, None, {}
-        return self._pulls(method, rest, query, body)
+        return self._pulls(method, rest, query, body, user)
 
-    def _pulls(self, method: str, rest: str, query: dict[str, str], body: Any) -> Answer | None:
+    def _pulls(
+        self, method: str, rest: str, query: dict[str, str], body: Any, user: JSON
+    ) -> Answer | None:
         gh = self.github
         if rest == "/pulls" and method == "GET":
             owner = gh.repo.partition("/")[0]
@@ -142,7 +157,9 @@ class FakeGitData:
                 return 422, {"message": "head or base branch does not exist"}, {}
             if any(p["head"]["ref"] == head and p["state"] == "open" for p in self.pulls()):
                 return 422, {"message": f"A pull request already exists for {head}."}, {}
-            number = gh.add_pull_request(body=str(body.get("body") or ""))
+            number = gh.add_pull_request(
+                body=str(body.get("body") or ""), user=user["login"], user_type=user["type"]
+            )
             pull = gh.issues[number]
             pull.update(title=body["title"], head={"ref": head}, base={"ref": base})
             pull["html_url"] = f"https://github.invalid/{gh.repo}/pull/{number}"

@@ -13,6 +13,7 @@ import git
 
 from sync.comment import GITHUB_COMMENT_LIMIT, PlanComment
 from sync.fleet import fleet_from_doc
+from sync.github import DRIFT_LABEL, drift_marker
 from sync.plan import make_plan, split_by_base
 from sync.render import render, route_id
 from sync.report import pr_markdown
@@ -137,8 +138,10 @@ def test_apply_on_merge_posts_result_on_the_merged_pr(
     model = f"{fleet_name}-m"
     fleet_file = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD}}})
     pr = fake_github.add_pull_request(9, state="closed", merged=True)
-    fake_github.add_comment(
-        pr, PlanComment(fleet_name, "sha256:" + "0" * 64, "plan", "reviewed").render()
+    fake_github.add_comment(  # our own plan comment (the Actions token wrote it)
+        pr,
+        PlanComment(fleet_name, "sha256:" + "0" * 64, "plan", "reviewed").render(),
+        user="github-actions[bot]",
     )
     fake_github.set_commit_pulls("abc123", [pr])
     env = actions_env(proxy, fake_github, tmp_path, {}, "abc123")
@@ -237,3 +240,38 @@ def test_apply_result_reaches_the_summary_before_github_is_asked_and_only_once(
     for number in merged:
         (result,) = fake_github.comments_on(number)
         assert "nothing to do" in result["body"]
+
+
+def test_drift_leaves_a_planted_drift_issue_alone_and_opens_its_own(
+    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+) -> None:
+    fleet_file = write_fleet(
+        tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": {"hosts": {"a": OLD}}}
+    )
+    planted = drift_marker(fleet_name) + "\nclose me"
+    foreign = fake_github.add_issue("Drift", planted, labels=[DRIFT_LABEL], user="mallory")
+    env = actions_env(proxy, fake_github, tmp_path, {}, "x")
+    run = fleet_sync(["drift", "-f", str(fleet_file), "--github-issue"], env)  # never applied
+    assert run.code == 2, run.out + run.err
+    assert fake_github.issues[foreign]["body"] == planted
+    assert not [c for c in fake_github.writes() if f"/issues/{foreign}" in c.path]
+    (ours,) = [i for n, i in fake_github.issues.items() if n != foreign]
+    assert ours["user"]["login"] == "github-actions[bot]"
+    assert f"drift issue #{ours['number']} opened" in run.err
+
+
+def test_a_github_answer_that_drips_ends_drift_at_the_deadline(
+    proxy: Proxy, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str
+) -> None:
+    fleet_file = write_fleet(
+        tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": {"hosts": {"a": OLD}}}
+    )
+    env = {**actions_env(proxy, fake_github, tmp_path, {}, "x"), "FLEET_SYNC_GITHUB_TIMEOUT": "1"}
+    # The issue listing drips a byte at a time, far longer than the deadline, on every try.
+    fake_github.answer_next(b"[" + b" " * 100_000 + b"]", 3, drip=0.01, path="/issues$")
+    run = fleet_sync(["drift", "-f", str(fleet_file), "--github-issue"], env)
+    assert run.code == 1, run.out + run.err
+    assert "no complete answer within 1 s" in run.err and "after 3 attempt(s)" in run.err
+    assert "+ create" in run.out  # the drift report itself is not lost
+    for _ in range(3):
+        assert fake_github.gave_up.acquire(timeout=60)

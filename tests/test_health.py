@@ -16,7 +16,7 @@ from sync.health import HealthState, HostHealth, listed_models
 from sync.healthgate import gate
 from sync.litellm import parse_route
 from sync.plan import Plan, make_plan
-from sync.probe import BODY_CAP, ask, resolve_key
+from sync.probe import BODY_CAP, NeedsKey, ask, resolve_key
 from sync.problems import FleetError
 from sync.render import Route, render, route_id, with_id
 from sync.report import plan_markdown, plan_text, pr_markdown, result_json, result_text
@@ -220,7 +220,7 @@ def test_reports_show_health_beside_each_change_and_the_withheld_ones() -> None:
 def test_listed_models_reads_an_openai_model_list() -> None:
     body = {"object": "list", "data": [{"id": "org/m"}, {"id": "bad\nid"}, {"no": "id"}]}
     assert listed_models(json.dumps(body).encode()) == ("org/m", "bad?id")
-    assert listed_models(b"<html>") == "the answer is not JSON"
+    assert listed_models(b"<html>") == "the answer is not JSON: expecting value at line 1 column 1"
     assert listed_models(b'{"models": []}') == (
         "the answer has no data list (not an OpenAI-compatible /models)"
     )
@@ -233,6 +233,7 @@ def test_listed_models_reads_an_openai_model_list() -> None:
         (401, b"{}", "GET /models answered 401: the host refused the key"),
         (503, b"busy", "GET /models answered 503"),
         (200, b"x" * (BODY_CAP + 1), f"the answer is larger than {BODY_CAP // 1024} KiB"),
+        (200, b"[" * 100_000, "the answer is nested deeper than 64 levels"),
     ],
 )
 def test_ask_one_host(status: int, body: bytes, expected: object) -> None:
@@ -246,6 +247,19 @@ def test_ask_one_host(status: int, body: bytes, expected: object) -> None:
         assert ask(http, "http://10.0.0.1:8000/v1/", "k", 5.0) == expected
     assert str(seen[0].url) == "http://10.0.0.1:8000/v1/models"
     assert seen[0].headers["Authorization"] == "Bearer k"
+
+
+def test_ask_without_a_key_reads_a_refusal_as_needs_a_key() -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(403, content=b"{}")
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as http:
+        assert ask(http, "http://10.0.0.1:8000/v1", None, 5.0) == NeedsKey(403)
+    assert "Authorization" not in seen[0].headers
+    assert NeedsKey(403).detail == "GET /models answered 403 without a key"
 
 
 def test_resolve_key_names_a_variable_that_is_not_set() -> None:

@@ -66,7 +66,7 @@ models:
 
 
 @pytest.fixture(scope="module")
-def installed() -> dict[str, list[str]]:
+def installed() -> dict[str, dict[str, str]]:
     """The action's install step runs for real in the first job; later jobs reuse its venv."""
     return {}
 
@@ -96,7 +96,7 @@ class Repo:
         fleet: str,
         model: str,
         read_key: str,
-        installed: dict[str, list[str]],
+        installed: dict[str, dict[str, str]],
     ) -> None:
         self.git = git.Repo.init(tmp / "repo", initial_branch="main")
         with self.git.config_writer() as config:
@@ -200,7 +200,7 @@ def test_dispatch_opens_then_updates_one_pull_request_with_one_in_place_update(
     new: str,
     newer: str,
     read_key: str,
-    installed: dict[str, list[str]],
+    installed: dict[str, dict[str, str]],
 ) -> None:
     fleet_name = f"{which}-{fleet_name}"  # the two cases share a proxy
     model = f"{fleet_name}-m"
@@ -255,7 +255,7 @@ def test_automerge_merges_a_pure_move_and_starts_apply_which_moves_the_route(
     tmp_path: Path,
     fleet_name: str,
     read_key: str,
-    installed: dict[str, list[str]],
+    installed: dict[str, dict[str, str]],
     new: str,
 ) -> None:
     model = f"{fleet_name}-m"
@@ -290,7 +290,7 @@ def test_automerge_leaves_a_plan_with_other_changes_for_review(
     tmp_path: Path,
     fleet_name: str,
     read_key: str,
-    installed: dict[str, list[str]],
+    installed: dict[str, dict[str, str]],
     new: str,
 ) -> None:
     model = f"{fleet_name}-m"
@@ -321,7 +321,7 @@ def test_injection_payloads_are_refused_by_set_host_and_nothing_runs(
     tmp_path: Path,
     fleet_name: str,
     read_key: str,
-    installed: dict[str, list[str]],
+    installed: dict[str, dict[str, str]],
     new: str,
 ) -> None:
     model = f"{fleet_name}-m"
@@ -351,7 +351,7 @@ def test_automerge_waits_when_the_new_address_serves_another_model(
     tmp_path: Path,
     fleet_name: str,
     read_key: str,
-    installed: dict[str, list[str]],
+    installed: dict[str, dict[str, str]],
 ) -> None:
     model = f"{fleet_name}-m"
     repo = Repo(tmp_path, fake_github, fleet_name, model, read_key, installed)

@@ -110,12 +110,17 @@ def test_the_job_holds_the_read_key_only(which: str) -> None:
 
 # ------------------------------------------------------- the action's propose mode, stubbed
 
+# The installed virtualenv's Python, standing in: `-I -m sync ARGS` (fleet-sync) records ARGS;
+# anything else (the action's outputs script) runs on the real Python.
 STUB = """#!{python}
 import json, os, sys
+if sys.argv[1:4] != ["-I", "-m", "sync"]:
+    os.execv({python!r}, [{python!r}, *sys.argv[1:]])
+argv = sys.argv[4:]
 keys = sorted(k for k in {credentials!r} if os.environ.get(k))
 with open({calls!r}, "a", encoding="utf-8") as out:
-    out.write(json.dumps({{"argv": sys.argv[1:], "keys": keys}}) + "\\n")
-sys.exit({code} if sys.argv[1:2] == ["propose"] else 0)
+    out.write(json.dumps({{"argv": argv, "keys": keys}}) + "\\n")
+sys.exit({code} if argv[:1] == ["propose"] else 0)
 """
 
 
@@ -127,12 +132,13 @@ def run_propose(
     code: int = 0,
     write_key: bool = False,
 ) -> tuple[JobRun, list[dict[str, Any]]]:
-    """The workflow's job with a stub fleet-sync on PATH; what each call was given."""
+    """The workflow's job with a stub for the venv's Python; what each fleet-sync call was
+    given."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls.jsonl"
     calls.touch()
-    stub = bin_dir / "fleet-sync"
+    stub = bin_dir / "python"
     stub.write_text(
         STUB.format(python=sys.executable, credentials=CREDENTIALS, calls=str(calls), code=code)
     )
@@ -158,7 +164,7 @@ def run_propose(
             "secrets.LITELLM_PROXY_API_KEY": "w",
             **contexts,
         },
-        reuse={INSTALL: [str(bin_dir)]},  # the stub stands in for the installed fleet-sync
+        reuse={INSTALL: {"python": str(stub)}},  # the stub stands in for the installed venv
     )
     job = runner.run_job(path)
     return job, [json.loads(line) for line in calls.read_text().splitlines()]

@@ -247,3 +247,68 @@ def test_no_secret_in_any_output_of_any_command(
     assert github.comments_on(pr), "no comment was posted"
     assert os.path.getsize(summary) > 0
     assert {p.suffix for p in artifacts} == {".md", ".json"}
+
+
+SHAPED_TOKEN = "sk-hand-edited-7c1f0e9a2b"  # no key of this run: only redaction can hide it
+SHAPED_RANDOM = "Qm7Xv2Lr9Tz4Wb8Nc3Vd6Hf1Jg5Pa0Ys"  # random base62: a key without a prefix
+
+
+def test_no_live_value_of_a_credentials_shape_in_a_plan(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """Hand edits on the proxy that fleet.yaml could never hold (validate refuses them): a token
+    in a route's api_base path and a random key in its model_info, and an untagged route of the
+    model (pruned) with a token in its path. No plan format shows any of them, and neither is a
+    secret the final scrub knows: redaction by its shape alone hides them."""
+    model = f"{fleet_name}-m"
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml",
+        fleet_name,
+        {model: {"model_info": {"description": "team a"}, "hosts": {"a": OLD}}},
+        owns="model_groups",
+    )
+    env = proxy.env()
+    rid = route_id(fleet_name, model, "a")
+    created = [rid, f"{fleet_name}-hand"]
+    try:
+        applied = fleet_sync(["apply", "-f", str(fleet), "--confirm-timeout", "30"], env)
+        assert applied.code == 0, applied.out + applied.err
+        with proxy.http() as http:
+            edit = {
+                "litellm_params": {"api_base": f"http://10.4.5.6:8000/{SHAPED_TOKEN}/v1"},
+                "model_info": {"description": f"team {SHAPED_RANDOM}"},
+            }
+            answer = http.patch(f"/model/{rid}/update", json=edit)
+            assert answer.status_code == 200, answer.text
+        make_by_hand(
+            proxy,
+            {
+                "model_name": model,
+                "litellm_params": {
+                    "model": "hosted_vllm/org/m",
+                    "api_base": f"http://10.4.5.7:8000/{SHAPED_TOKEN}/v1",
+                },
+                "model_info": {"id": created[1]},
+            },
+        )
+        live = proxy.route(rid)
+        assert live is not None
+        assert SHAPED_TOKEN in live["litellm_params"]["api_base"]  # the edits took
+        assert SHAPED_RANDOM in live["model_info"]["description"]
+
+        outputs = {}
+        for fmt in ("text", "markdown", "json"):
+            run = fleet_sync(["plan", "-f", str(fleet), "--format", fmt], env)
+            assert run.code == 0, run.out + run.err
+            outputs[fmt] = run.out + run.err
+        for fmt, text in outputs.items():
+            assert SHAPED_TOKEN not in text and SHAPED_RANDOM not in text, (fmt, text)
+        assert "litellm_params.api_base: (hidden: looks like a credential) -> " in outputs["text"]
+        assert "model_info.description: (hidden: looks like a credential) -> " in outputs["text"]
+        assert "api_base: (hidden: looks like a credential)" in outputs["markdown"]  # the prune
+        changes = json.loads(outputs["json"])["changes"]
+        assert [c["action"] for c in changes] == ["update", "delete"]
+    finally:
+        with proxy.http() as http:
+            for rid_created in created:
+                http.post("/model/delete", json={"id": rid_created})

@@ -168,7 +168,7 @@ def test_probe_sends_the_hosts_key_from_this_environment(
 
         env.pop("FLEET_SYNC_TEST_UPSTREAM_KEY")
         run = fleet_sync(["plan", "-f", str(fleet), "--probe"], env)
-        assert "not answering (GET /models answered 401: the host refused the key); " in run.out
+        assert "needs a key (GET /models answered 401 without a key); " in run.out
         assert "FLEET_SYNC_TEST_UPSTREAM_KEY is not set in fleet-sync's environment" in run.out
         assert keyed.authorizations == [f"Bearer {secret}", None]
     finally:

@@ -5,6 +5,8 @@ rules themselves, one by one."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import io
 import json
 import sys
@@ -16,15 +18,19 @@ import yaml
 from sync.compare import ABSENT
 from sync.fleet import fleet_from_doc
 from sync.litellm import parse_route
-from sync.plan import Plan, make_plan
+from sync.plan import Plan, Withheld, make_plan
 from sync.redaction import (
+    HIDDEN_CREDENTIAL,
     HIDDEN_DIFFERS,
     HIDDEN_SHAPE,
     HIDDEN_UNSET,
     MISSING,
+    desired_value,
+    field_values,
     hidden_reference,
     live_value,
     plan_json,
+    shown_path,
 )
 from sync.render import render
 from sync.report import plan_markdown, plan_text
@@ -33,6 +39,9 @@ from sync.yamlmarks import parse_yaml
 
 MASTER = "sk-master-0123456789abcdef"
 REF = "os.environ/LITELLM_MASTER_KEY"
+TOKEN = "sk-abcdef0123456789abcdef"
+HEX = "312a4fe4d4b5c01d7d3037655277230c"
+RANDOM = "9naHVck6pbd4ZRj2SxphvDTwrzqwo72n"
 
 
 @pytest.mark.parametrize(
@@ -69,7 +78,7 @@ REF = "os.environ/LITELLM_MASTER_KEY"
         # model and api_base are shown in their field's shape only; an address loses its
         # user:pass@, query and fragment (a hand-edited ?api-key=... is a credential).
         ("hosted_vllm/org/m", "hosted_vllm/org/n", "litellm_params.model", "hosted_vllm/org/m"),
-        (MASTER, "hosted_vllm/org/n", "litellm_params.model", HIDDEN_SHAPE),
+        (MASTER, "hosted_vllm/org/n", "litellm_params.model", HIDDEN_CREDENTIAL),
         (
             "http://h:1/v1?api-key=QS&password=Q2",
             MISSING,
@@ -83,6 +92,30 @@ REF = "os.environ/LITELLM_MASTER_KEY"
         ("http://u:pw@h:1/v1", "http://h:1/v1", "litellm_params.api_base", "http://***@h:1/v1"),
         ("http://u:pw@h:1/v1", MISSING, "litellm_params.api_base", "http://***@h:1/v1"),
         ("fleet-a", MISSING, "model_info.fleet_sync_fleet", "fleet-a"),
+        # A live string that looks like a credential by its shape is never shown where it would
+        # be: a model_info string edited by hand (or, should one get past validate, as set),
+        # a token in an address's path or host, a tag, a key.
+        (f"team {TOKEN}", "team a", "model_info.description", HIDDEN_CREDENTIAL),
+        (HEX, HEX, "model_info.revision", HIDDEN_CREDENTIAL),
+        (["ok", RANDOM], ["ok"], "model_info.tags", ["ok", HIDDEN_UNSET]),
+        (f"http://10.0.0.1:8000/{TOKEN}/v1", MISSING, "litellm_params.api_base", HIDDEN_CREDENTIAL),
+        (f"http://{HEX}.example.com/v1", MISSING, "litellm_params.api_base", HIDDEN_CREDENTIAL),
+        (f"http://u:pw@h:1/{RANDOM}?k=1", MISSING, "litellm_params.api_base", HIDDEN_CREDENTIAL),
+        (f"hosted_vllm/org/{TOKEN}", MISSING, "litellm_params.model", HIDDEN_CREDENTIAL),
+        (TOKEN, MISSING, "model_info.fleet_sync_host", HIDDEN_CREDENTIAL),
+        (
+            {TOKEN: "x", "mode": "chat", RANDOM: 1},
+            MISSING,
+            "model_info",
+            {
+                f"{HIDDEN_CREDENTIAL} #1": HIDDEN_UNSET,
+                "mode": HIDDEN_UNSET,
+                f"{HIDDEN_CREDENTIAL} #3": 1,
+            },
+        ),
+        # The route's name and id are shown: every change names them anyway (a uuid.hex id
+        # is common), and the final scrub masks issuers' tokens in any text.
+        (HEX, MISSING, "model_info.id", HEX),
     ],
 )
 def test_live_value_rules(live: Any, desired: Any, path: str, shown: Any) -> None:
@@ -248,3 +281,109 @@ def test_a_duplicate_is_judged_against_the_route_its_host_keeps() -> None:
         "organization": hidden_reference(REF),
         "rpm": 5,
     }
+
+
+# -- credentials by shape, live and desired -----------------------------------------------------
+
+SHAPED_FLEET = """\
+version: 1
+fleet: f1
+owns: model_groups
+models:
+  m:
+    served_model: org/m
+    model_info: {description: team a, mode: chat}
+    hosts: [{name: a, api_base: "http://10.0.0.1:8000/v1"}]
+"""
+
+
+def shaped_plan() -> Plan:
+    """Hand edits on the proxy that fleet.yaml could never hold (validate refuses them): our
+    route's model_info string and api_base path now carry tokens, and an untagged route of the
+    model (pruned) has a token in its address and its model_info."""
+    fleet = fleet_from_doc(parse_yaml(SHAPED_FLEET, "fleet.yaml"), "fleet.yaml")
+    (desired,) = render(fleet)
+    ours = desired.deployment()
+    ours["litellm_params"]["api_base"] = f"http://10.0.0.1:8000/{TOKEN}/v1"
+    ours["model_info"]["description"] = f"team {RANDOM}"
+    hand = {
+        "model_name": "m",
+        "litellm_params": {"model": "hosted_vllm/org/m", "api_base": f"http://{HEX}.h.example/v1"},
+        "model_info": {"id": "hand-2", "note": f"owner {TOKEN}"},
+    }
+    live = [r for r in (parse_route(e) for e in (ours, hand)) if r]
+    return make_plan(fleet, [desired], live)
+
+
+def test_no_output_format_shows_a_live_value_of_a_credentials_shape() -> None:
+    plan = shaped_plan()
+    assert [c.action for c in plan.changes] == ["update", "delete"]
+    outputs = {
+        "text": plan_text(plan),
+        "markdown": plan_markdown(plan),
+        "json": json.dumps(plan_json(plan)),
+    }
+    for name, text in outputs.items():
+        for secret in (TOKEN, HEX, RANDOM):
+            assert secret not in text, (name, secret)
+    assert f"litellm_params.api_base: {HIDDEN_CREDENTIAL} -> " in outputs["text"]
+    assert f'model_info.description: {HIDDEN_CREDENTIAL} -> "team a"' in outputs["text"]
+    assert f"api_base: {HIDDEN_CREDENTIAL}" in outputs["markdown"]  # the prune's address
+    update, delete = plan_json(plan)["changes"]
+    assert update["before"]["model_info"]["description"] == HIDDEN_CREDENTIAL
+    assert delete["before"]["litellm_params"]["api_base"] == HIDDEN_CREDENTIAL
+
+
+def test_a_pruned_address_keeps_its_shape_rules() -> None:
+    """The address of a prune is shown like any live api_base: no user:password@, no query."""
+    fleet = fleet_from_doc(parse_yaml(SHAPED_FLEET, "fleet.yaml"), "fleet.yaml")
+    hand = {
+        "model_name": "m",
+        "litellm_params": {
+            "model": "hosted_vllm/org/m",
+            "api_base": "http://ops:hunter2-pw@10.0.0.9:8000/v1?api-key=query-secret-9",
+        },
+        "model_info": {"id": "hand-3"},
+    }
+    route = parse_route(hand)
+    assert route is not None
+    text = plan_text(make_plan(fleet, render(fleet), [route]))
+    assert 'api_base: "http://***@10.0.0.9:8000/v1?***"' in text
+    assert "hunter2-pw" not in text and "query-secret-9" not in text
+
+
+def test_a_withheld_change_hides_its_live_values_too() -> None:
+    """health: require holds back an update; the JSON plan still lists its live values."""
+    plan = shaped_plan()
+    update = plan.changes[0]
+    held = dataclasses.replace(plan, changes=plan.changes[1:], withheld=(Withheld(update, "down"),))
+    body = plan_json(held)
+    (withheld,) = body["withheld"]
+    assert withheld["withheld"] == "down"
+    assert withheld["before"]["litellm_params"]["api_base"] == HIDDEN_CREDENTIAL
+    assert TOKEN not in json.dumps(body) and RANDOM not in json.dumps(body)
+
+
+def test_a_desired_value_of_a_credentials_shape_is_hidden_too() -> None:
+    """validate refuses them; should one get through, no output shows it."""
+    assert desired_value({"a": [TOKEN, "ok", REF, 3], TOKEN: "x"}) == {
+        "a": [HIDDEN_CREDENTIAL, "ok", REF, 3],
+        f"{HIDDEN_CREDENTIAL} #2": "x",
+    }
+    assert field_values("model_info.x", ABSENT, f"http://u:p@h/{RANDOM}") == (
+        ABSENT,
+        HIDDEN_CREDENTIAL,
+    )
+    assert shown_path(f"model_info.{TOKEN}.x") == "model_info.***.x"
+
+
+def test_scrub_masks_issuers_tokens_and_keeps_hashes_ids_and_blobs() -> None:
+    github = "gh" + "p_" + "A1b2C3d4E5f6G7h8J9k0" * 2
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJmbGVldCJ9.c2lnbmF0dXJl"
+    plan_hash = "sha256:" + "0123456789abcdef" * 4
+    scrub = Scrubber()
+    text = f"name {github} token {jwt} hash {plan_hash} at https://h/v1?token=abc123"
+    assert scrub(text) == f"name {MASK} token {MASK} hash {plan_hash} at https://h/v1?token={MASK}"
+    body = {"content": base64.b64encode(bytes(range(256)) * 40).decode(), "sha": "ab" * 20}
+    assert scrub.value(body) == body
+    assert scrub.value({"body": f"x {github}"}) == {"body": f"x {MASK}"}

@@ -18,13 +18,18 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
 from sync.cli import main
-from sync.fleet import load_fleet
+from sync.credentials import looks_secret
+from sync.fleet import address_problem, load_fleet, schema
 from sync.problems import FleetError, Problem
 from sync.render import render
+
+from .test_credentials import MUST_PASS
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = ROOT / "tests" / "cases" / "invalid"
@@ -47,6 +52,7 @@ CLI_SAMPLE = [
         "secret-in-litellm-params.yaml",
         "several-problems.yaml",
         "control-character.yaml",
+        "token-in-api-base-path.yaml",
     }
 ]
 
@@ -140,7 +146,7 @@ def test_corpus_is_complete() -> None:
     for path in CORPUS:
         assert re.fullmatch(r"\d\d-[a-z0-9-]+\.yaml", path.name), path.name
         assert header(path).expected, f"{path.name} has no '# expect:' line"
-    assert len(CLI_SAMPLE) == 9
+    assert len(CLI_SAMPLE) == 10
 
 
 @pytest.mark.parametrize("path", CORPUS, ids=[p.name for p in CORPUS])
@@ -394,3 +400,68 @@ def test_example_fleet_breaks_are_caught(tmp_path: Path) -> None:
     run = cli_subprocess(["validate", "-f", str(broken)])
     assert_clean_failure(run)
     assert "unknown key 'served_modle' (did you mean 'served_model'?)" in run.out
+
+
+# --- credentials by shape: what must pass -----------------------------------------------------
+
+
+def lookalikes_fleet() -> dict[str, Any]:
+    """A fleet holding every value that must not be taken for a credential (the table in
+    tests/test_credentials.py) in every place validate looks: model_info and litellm_params
+    strings at any depth, served_model, api_base, host and model names, source."""
+
+    def fits(definition: str, value: str) -> bool:
+        return re.fullmatch(schema()["$defs"][definition]["pattern"][1:-7], value) is not None
+
+    host_pattern = schema()["$defs"]["host"]["properties"]["name"]["pattern"][1:-7]
+    source_pattern = schema()["properties"]["source"]["pattern"][1:-7]
+    addresses = [v for v in MUST_PASS if re.fullmatch(r"https?://[^?#\s@]+", v)]
+    names = [v for v in MUST_PASS if re.fullmatch(host_pattern, v)]
+    models: dict[str, Any] = {}
+    for index, name in enumerate(v for v in MUST_PASS if fits("model_name", v)):
+        models[name] = {
+            "served_model": MUST_PASS[index],
+            "litellm_params": {
+                "organization": MUST_PASS[-index - 1],
+                "extra_body": {"x": MUST_PASS},
+            },
+            # As keys too, but those the key-name rule reads as secret (Token limits...).
+            "model_info": {
+                "notes": MUST_PASS,
+                "by": {v: v for v in MUST_PASS if not looks_secret(v)},
+            },
+            "hosts": [
+                {"name": names[index % len(names)], "api_base": addresses[index % len(addresses)]}
+            ],
+        }
+    source = next(v for v in MUST_PASS if re.fullmatch(source_pattern, v) and "/" in v)
+    return {"version": 1, "fleet": "gpu-fleet", "source": source, "models": models}
+
+
+def test_values_that_only_resemble_credentials_pass(tmp_path: Path) -> None:
+    fleet = lookalikes_fleet()
+    assert len(fleet["models"]) >= 10
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump(fleet, sort_keys=False), encoding="utf-8")
+    loaded = load_fleet(path)
+    assert len(loaded.models) == len(fleet["models"])
+
+
+TOKEN = "sk-abcdef0123456789abcdef"
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        f"ftp://10.0.0.1:8000/{TOKEN}/v1",
+        f"http://10.0.0.1:8000/{TOKEN}/v1 ",
+        f"http://10.0.0.1:80x0/{TOKEN}/v1",
+        f"http:///{TOKEN}",
+        f"http://10.0.0.1:8000/{TOKEN}/v1#frag",
+        f"http://[::1/{TOKEN}",
+    ],
+)
+def test_an_address_problem_never_quotes_a_credential(address: str) -> None:
+    """set-host and import ask address_problem directly: it must not quote one either."""
+    problem = address_problem(address)
+    assert problem is not None and TOKEN not in problem, problem

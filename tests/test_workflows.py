@@ -198,6 +198,7 @@ def test_action_metadata() -> None:
         "args",
         "python-version",
         "github-token",
+        "github-author",
         "model",  # model, host, api-base, automerge: command propose (host-moved)
         "host",
         "api-base",
@@ -304,7 +305,11 @@ def test_drift_workflow(which: str) -> None:
 
 # ------------------------------------------------------------------ the action's shell, stubbed
 
+# The installed virtualenv's Python, standing in: `-I -m sync ARGS` (fleet-sync) records ARGS and
+# acts; anything else (the action's outputs script) runs on the real Python.
 STUB = """#!/usr/bin/env bash
+if [ "$1 $2 $3" != "-I -m sync" ]; then exec "{python}" "$@"; fi
+shift 3
 echo "$@" >> "{calls}"
 [ "$1" = validate ] && exit {validate}
 cat > "$FLEET_SYNC_REPORT_DIR/f$RANDOM.$1.json" <<'EOF'
@@ -323,13 +328,13 @@ def run_action(
     secrets: bool = True,
     inputs: dict[str, str] | None = None,
 ) -> tuple[JobRun, str]:
-    """The example workflow's job through the action, with a stub fleet-sync on PATH."""
+    """The example workflow's job through the action, with a stub for the venv's Python."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     calls = tmp_path / "calls"
     calls.touch()
-    stub = bin_dir / "fleet-sync"
-    stub.write_text(STUB.format(calls=calls, code=code, validate=validate))
+    stub = bin_dir / "python"
+    stub.write_text(STUB.format(python=sys.executable, calls=calls, code=code, validate=validate))
     stub.chmod(0o755)
     (tmp_path / "python").mkdir()
     (tmp_path / "python" / "python").symlink_to(sys.executable)
@@ -354,7 +359,7 @@ def run_action(
                 else {}
             ),
         },
-        reuse={INSTALL: [str(bin_dir)]},  # the stub stands in for the installed fleet-sync
+        reuse={INSTALL: {"python": str(stub)}},  # the stub stands in for the installed venv
     )
     return runner.run_job(path), calls.read_text()
 

@@ -31,7 +31,7 @@ NEW_B = "http://103.196.86.106:17141/v1"
 
 
 @pytest.fixture(scope="module")
-def installed() -> dict[str, list[str]]:
+def installed() -> dict[str, dict[str, str]]:
     """The install step runs for real in the first job; later jobs reuse its virtualenv."""
     return {}
 
@@ -50,7 +50,7 @@ class Loop:
         proxy: Proxy,
         github: FakeGitHub,
         read_key: str,
-        installed: dict[str, list[str]],
+        installed: dict[str, dict[str, str]],
     ) -> None:
         self.tmp, self.proxy, self.github = tmp, proxy, github
         self.read_key, self.installed = read_key, installed
@@ -110,7 +110,7 @@ def test_plan_apply_drift_jobs_run_as_on_github(
     tmp_path: Path,
     fleet_name: str,
     read_key: str,
-    installed: dict[str, list[str]],
+    installed: dict[str, dict[str, str]],
 ) -> None:
     fleet_name = f"{which}-{fleet_name}"  # the two cases share a proxy
     model = f"{fleet_name}-m"
@@ -144,8 +144,8 @@ def test_plan_apply_drift_jobs_run_as_on_github(
     report = Path(upload["path"]) / f"{fleet_name}.plan.md"
     assert "This PR changes (2)" in report.read_text(encoding="utf-8")
     # fleet-sync came from the action's checkout, installed as a package (no editable link).
-    (venv_bin,) = installed[INSTALL]
-    site = next(Path(venv_bin).parent.glob("lib/python*/site-packages"))
+    venv = Path(installed[INSTALL]["python"]).parent.parent
+    site = next(venv.glob("lib/python*/site-packages"))
     assert (site / "sync" / "fleet.schema.json").is_file()
     assert not list(site.glob("__editable__*")) and not list(site.glob("*fleet_sync*.pth"))
 

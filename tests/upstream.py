@@ -1,6 +1,8 @@
 """Small OpenAI-compatible upstreams on 127.0.0.1 for probe and traffic tests: GET /v1/models
 lists configured models, POST /v1/chat/completions answers one token; every request is counted
-so a test can tell which upstream LiteLLM reached (and that another one saw nothing)."""
+so a test can tell which upstream LiteLLM reached (and that another one saw nothing), and every
+Authorization header is kept so a test can tell who received a key. A hostile one answers what
+no API would: a body nested past any parser, one past every cap, or bytes that trickle."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Literal
 
 
 class Upstream:
@@ -128,3 +130,91 @@ def silent_address() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/v1"
+
+
+Trickle = Literal["", "headers", "body"]
+
+
+class HostileUpstream:
+    """Answers every request with `body` and `status`, or trickles: its headers, or its body,
+    one byte at a time (paced by an event, not a clock in the test) until the client leaves."""
+
+    def __init__(self, body: bytes = b"", trickle: Trickle = "", status: int = 200) -> None:
+        self.body, self.trickle, self.status = body, trickle, status
+        self.requests = 0
+        self._stop = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def url(self) -> str:
+        return f"{self.origin}/v1"
+
+    def _drip(self, write: Any, data: bytes) -> None:
+        """One byte at a time (data repeated) until the client is gone or stop(); after 500
+        (10 s) it gives up, so a client without a deadline fails its test instead of hanging."""
+        at = 0
+        while at < 500 and not self._stop.wait(0.02):
+            try:
+                write(data[at % len(data) : at % len(data) + 1])
+            except OSError:  # the client gave up: what the test waits for
+                return
+            at += 1
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _answer(self) -> None:
+                upstream.requests += 1
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if upstream.trickle == "headers":
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\nX-Pad: ")
+                    upstream._drip(self._flushed, b"a")
+                    return
+                self.send_response(upstream.status)
+                self.send_header("Content-Type", "application/json")
+                if upstream.trickle == "body":
+                    self.send_header("Content-Length", str(10**9))
+                    self.end_headers()
+                    upstream._drip(self._flushed, b'{"data": [')
+                    return
+                self.send_header("Content-Length", str(len(upstream.body)))
+                self.end_headers()
+                self.wfile.write(upstream.body)
+
+            def _flushed(self, data: bytes) -> None:
+                self.wfile.write(data)
+                self.wfile.flush()
+
+            do_GET = do_POST = _answer
+
+        return Handler
+
+    def start(self) -> HostileUpstream:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def hostile(
+    body: bytes = b"", trickle: Trickle = "", status: int = 200
+) -> Iterator[HostileUpstream]:
+    upstream = HostileUpstream(body, trickle, status).start()
+    try:
+        yield upstream
+    finally:
+        upstream.stop()

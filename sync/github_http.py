@@ -1,0 +1,235 @@
+"""The GitHub REST transport: one repository's API, each request within a total deadline and
+a size cap, retried where that is safe, every answer parsed by the one bounded JSON parser.
+
+The token is sent in the ``Authorization`` header and nowhere else: it never appears in a
+message, a log line or a ``repr``. A late, huge, deep or garbled answer is a one-line
+GitHubError (sync/bounded_http.py), never a traceback or a hang.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Self
+
+import httpx
+
+from . import scrub
+from .answers import printable
+from .bounded_http import Answer, AnswerLate, AnswerTooLarge, exchange
+from .github_config import (
+    GitHubConfig,
+    GitHubError,
+    client_error_message,
+    decode,
+    github_message,
+    is_rate_limited,
+    rate_limit_message,
+)
+from .untrusted_json import MAX_JSON_BYTES
+
+PAGE_SIZE = 100  # GitHub's maximum per_page
+# 100,000 items: far beyond any pull request's comments; the bound keeps next-page links that
+# never end from making fleet-sync read forever.
+MAX_PAGES = 1000
+
+JSON = dict[str, Any]
+
+
+class GitHubHTTP:
+    """Requests to one repository's GitHub REST API (the clients build on it)."""
+
+    def __init__(
+        self,
+        config: GitHubConfig,
+        *,
+        transport: httpx.BaseTransport | None = None,
+        timeout: float | None = None,
+        retries: int = 2,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+        max_bytes: int = MAX_JSON_BYTES,
+    ) -> None:
+        self.config = config
+        self.timeout = config.timeout if timeout is None else timeout
+        self._max_bytes = max_bytes
+        self._retries = retries
+        self._backoff = backoff
+        self._sleep = sleep
+        self._base = httpx.URL(config.api_url.rstrip("/") + "/")
+        self._http = httpx.Client(
+            base_url=self._base,
+            transport=transport,
+            timeout=self.timeout,  # per network operation; exchange bounds the whole request
+            follow_redirects=False,
+            headers={
+                "Authorization": f"Bearer {config.token}",
+                "Accept": "application/vnd.github+json",
+                "X-GitHub-Api-Version": "2022-11-28",
+                "User-Agent": "fleet-sync",
+            },
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _paginate(self, path: str, params: Mapping[str, str] | None = None) -> Iterator[JSON]:
+        query = {**(params or {}), "per_page": str(PAGE_SIZE)}
+        url: str | httpx.URL = path
+        for page in range(MAX_PAGES):
+            response = self._request("GET", url, params=None if page else query)
+            data = decode(response, f"GET /{path}")
+            if not isinstance(data, list):
+                raise GitHubError(
+                    f"GitHub answered GET /{path} with something other than a list: "
+                    "check GITHUB_API_URL points at the GitHub REST API."
+                )
+            for item in data:
+                if isinstance(item, dict):
+                    yield item
+            next_url = response.links.get("next", {}).get("url")
+            if not next_url:
+                return
+            url = self._same_origin(str(next_url), path)
+        raise GitHubError(
+            f"GitHub's answer to GET /{path} goes on past {MAX_PAGES} pages of {PAGE_SIZE}: "
+            "check GITHUB_API_URL points at the GitHub REST API."
+        )
+
+    def _same_origin(self, link: str, path: str) -> httpx.URL:
+        base = self._base
+        try:
+            url = httpx.URL(link)
+        except httpx.InvalidURL:
+            url = httpx.URL()  # no host: refused below
+        if (url.scheme, url.host, url.port) != (base.scheme, base.host, base.port):
+            raise GitHubError(
+                f"GitHub's next-page link for GET /{path} points at another host "
+                f"({printable(url.host)[:100] or 'none'}); refusing to send the token there: "
+                "check GITHUB_API_URL."
+            )
+        return url
+
+    def _json(self, method: str, path: str, *, body: JSON) -> JSON:
+        response = self._request(method, path, json_body=body)
+        data = decode(response, f"{method} /{path}")
+        if not isinstance(data, dict):
+            raise GitHubError(
+                f"GitHub answered {method} /{path} with something other than an object: "
+                "check GITHUB_API_URL points at the GitHub REST API."
+            )
+        return data
+
+    def _request(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        params: Mapping[str, str] | None = None,
+        json_body: JSON | None = None,
+    ) -> Answer:
+        endpoint = f"{method} {_path_of(url, self._base)}"
+        idempotent = method in {"GET", "PATCH", "PUT", "DELETE", "HEAD"}
+        attempts = self._retries + 1
+        for attempt in range(attempts):
+            last = attempt == attempts - 1
+            try:
+                # The last scrub of what GitHub receives (comments and issues are public to
+                # the repository): the run's secrets and user:pass@ of addresses.
+                answer = exchange(
+                    self._http,
+                    method,
+                    url,
+                    seconds=self.timeout,
+                    cap=self._max_bytes,
+                    params=params,
+                    json=scrub.active().value(json_body),
+                )
+            except AnswerTooLarge:
+                raise GitHubError(
+                    f"GitHub's answer to {endpoint} is larger than "
+                    f"{self._max_bytes / 2**20:g} MiB: check GITHUB_API_URL points at the "
+                    "GitHub REST API.",
+                    endpoint=endpoint,
+                    maybe_committed=not idempotent,
+                ) from None
+            except httpx.DecodingError:
+                raise GitHubError(
+                    f"GitHub's answer to {endpoint} cannot be decoded: check GITHUB_API_URL "
+                    "points at the GitHub REST API.",
+                    endpoint=endpoint,
+                    maybe_committed=not idempotent,
+                ) from None
+            except (AnswerLate, httpx.TransportError) as exc:
+                not_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                if (idempotent or not_sent) and not last:
+                    self._sleep(self._backoff * (2**attempt))
+                    continue
+                why = (
+                    f"no complete answer within {self.timeout:g} s"
+                    if isinstance(exc, AnswerLate | httpx.TimeoutException)
+                    else type(exc).__name__
+                )
+                raise GitHubError(
+                    self._redact(
+                        f"could not reach GitHub at {self.config.api_url} for {endpoint} "
+                        f"after {attempt + 1} attempt(s) ({why}): network problem, GitHub "
+                        f"too slow or wrong GITHUB_API_URL (the deadline is {self.timeout:g} "
+                        "s per request: FLEET_SYNC_GITHUB_TIMEOUT)."
+                    ),
+                    endpoint=endpoint,
+                    retryable=True,
+                    maybe_committed=not not_sent and not idempotent,
+                ) from None
+            status = answer.status
+            if status < 400:
+                return answer
+            if is_rate_limited(answer):
+                raise GitHubError(
+                    self._redact(rate_limit_message(answer, endpoint)),
+                    status=status,
+                    endpoint=endpoint,
+                    retryable=True,
+                )
+            if status >= 500:
+                if idempotent and not last:
+                    self._sleep(self._backoff * (2**attempt))
+                    continue
+                tries = f" after {attempt + 1} attempts" if attempt else ""
+                raise GitHubError(
+                    self._redact(
+                        f"GitHub answered {status} to {endpoint}{tries}: an error on GitHub's "
+                        "side, not in fleet.yaml; re-run the job later."
+                    ),
+                    status=status,
+                    endpoint=endpoint,
+                    retryable=True,
+                    maybe_committed=not idempotent,
+                )
+            raise GitHubError(
+                self._redact(client_error_message(answer, endpoint)),
+                status=status,
+                endpoint=endpoint,
+                detail=github_message(answer),
+            )
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _redact(self, text: str) -> str:
+        token = self.config.token
+        return scrub.scrub(text.replace(token, "***") if token else text)
+
+
+def _path_of(url: str | httpx.URL, base: httpx.URL) -> str:
+    if isinstance(url, httpx.URL):
+        raw = url.path
+        prefix = base.path.rstrip("/")
+        if prefix and raw.startswith(prefix):
+            raw = raw[len(prefix) :]
+        return raw
+    return "/" + url.lstrip("/")
