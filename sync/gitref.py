@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -129,6 +130,46 @@ def head_commit(path: Path) -> tuple[str, str]:
         return str(repo.head.commit.hexsha), relative.as_posix()
     except ValueError as exc:  # a repository without commits
         raise GitRefError(f"{path}: the repository has no commit yet") from exc
+
+
+EMPTY_BLOB = "0" * 40
+
+
+def each_version(path: Path, use: Callable[[str], object]) -> bool:
+    """Call `use` with the text of every version of `path` in the history reachable from HEAD,
+    each distinct one once (one `git log` names them, git's object database reads them).
+    Returns whether that history is whole: False for a shallow clone, or a version the clone
+    does not hold. Raises GitRefError outside a repository."""
+    repo = _repo(path.resolve().parent)
+    import git
+
+    relative = path.resolve().relative_to(Path(repo.working_tree_dir or ".").resolve())
+    log = ["--full-history", "-m", "--no-renames", "--format=", "--raw", "--no-abbrev", "HEAD"]
+    try:
+        raw = repo.git.log(*log, "--", relative.as_posix())
+    except git.GitCommandError:
+        return True  # no commit yet: no history, and nothing missing from it
+    whole: bool = str(repo.git.rev_parse("--is-shallow-repository")).strip() != "true"
+    for sha in _blobs(raw):
+        try:
+            data: bytes = repo.odb.stream(bytes.fromhex(sha)).read()
+        except (ValueError, git.GitCommandError):  # not in the clone (cut off by a shallow one)
+            whole = False
+            continue
+        use(data.decode("utf-8", errors="replace"))
+    return whole
+
+
+def _blobs(raw: str) -> list[str]:
+    """The file's versions in `git log --raw` output: `:mode mode old new status<TAB>path`."""
+    out: dict[str, None] = {}
+    for line in raw.splitlines():
+        if line.startswith(":"):
+            fields = line.split("\t", 1)[0].split()
+            for sha in fields[2:4]:
+                if sha != EMPTY_BLOB:
+                    out[sha] = None
+    return list(out)
 
 
 # owner/name at the end of a remote URL: https://host/owner/name(.git), git@host:owner/name.git,

@@ -1,4 +1,5 @@
-"""The model groups fleet.yaml ever declared, from its git history (gitpython, at the edge).
+"""The model groups fleet.yaml ever declared, from its git history (read through sync/gitref.py,
+which runs the git program it finds outside the working tree).
 
 A row LiteLLM stored but cannot serve (a provider typo: "saved to the database, but ...") is
 found only by a search of its model group (`/v2/model/info?model=G&search=G`), so a plan looks
@@ -21,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-EMPTY_BLOB = "0" * 40
 # A top-level `models:` whose value starts on the next line (block style).
 _MODELS = re.compile(r"^models:[ \t]*(#.*)?$", re.MULTILINE)
 _TOP_LEVEL = re.compile(r"\n[^\s#]")
@@ -45,51 +45,26 @@ class PastGroups:
 
 def declared_groups(fleet_file: Path) -> PastGroups:
     """Every model group any version of `fleet_file` in the history reachable from HEAD
-    declared (the working tree's version is the caller's: it has the fleet)."""
-    import git
+    declared (the working tree's version is the caller's: it has the fleet). The git program
+    is the one sync/gitref.py chooses, outside the working tree."""
+    from .gitref import GitRefError, each_version
 
     unread = (
         "rows LiteLLM stored but does not list, in model groups only earlier versions of "
         "fleet.yaml declared, were not looked for"
     )
-    try:
-        repo = git.Repo(fleet_file.resolve().parent, search_parent_directories=True)
-        relative = fleet_file.resolve().relative_to(Path(repo.working_tree_dir or ".").resolve())
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
-        return PastGroups(note=f"{fleet_file} is not in a git repository: {unread}")
-    log = ["--full-history", "-m", "--no-renames", "--format=", "--raw", "--no-abbrev", "HEAD"]
-    try:
-        raw = repo.git.log(*log, "--", relative.as_posix())
-    except git.GitCommandError:
-        return PastGroups()  # no commit yet: no history to read
     groups: set[str] = set()
-    complete = repo.git.rev_parse("--is-shallow-repository").strip() != "true"
-    for sha in _blobs(raw):
-        try:
-            data: bytes = repo.odb.stream(bytes.fromhex(sha)).read()
-        except (ValueError, git.GitCommandError):  # not in the clone (cut off by a shallow one)
-            complete = False
-            continue
-        groups |= model_keys(data.decode("utf-8", errors="replace"))
-    if complete:
+    try:
+        whole = each_version(fleet_file, lambda text: groups.update(model_keys(text)))
+    except GitRefError:
+        return PastGroups(note=f"{fleet_file} is not in a git repository: {unread}")
+    if whole:
         return PastGroups(frozenset(groups))
     return PastGroups(
         frozenset(groups),
         "fleet.yaml's git history is cut short (a shallow clone: check out with "
         f"fetch-depth: 0): {unread}",
     )
-
-
-def _blobs(raw: str) -> list[str]:
-    """The file's versions in `git log --raw` output: `:mode mode old new status<TAB>path`."""
-    out: dict[str, None] = {}
-    for line in raw.splitlines():
-        if line.startswith(":"):
-            fields = line.split("\t", 1)[0].split()
-            for sha in fields[2:4]:
-                if sha != EMPTY_BLOB:
-                    out[sha] = None
-    return list(out)
 
 
 def model_keys(text: str) -> frozenset[str]:
