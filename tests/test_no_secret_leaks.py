@@ -296,17 +296,17 @@ def test_no_live_value_of_a_credentials_shape_in_a_plan(
         assert SHAPED_TOKEN in live["litellm_params"]["api_base"]  # the edits took
         assert SHAPED_RANDOM in live["model_info"]["description"]
 
-        outputs = {}
+        outputs, stdout = {}, {}
         for fmt in ("text", "markdown", "json"):
             run = fleet_sync(["plan", "-f", str(fleet), "--format", fmt], env)
             assert run.code == 0, run.out + run.err
-            outputs[fmt] = run.out + run.err
+            outputs[fmt], stdout[fmt] = run.out + run.err, run.out
         for fmt, text in outputs.items():
             assert SHAPED_TOKEN not in text and SHAPED_RANDOM not in text, (fmt, text)
         assert "litellm_params.api_base: (hidden: looks like a credential) -> " in outputs["text"]
         assert "model_info.description: (hidden: looks like a credential) -> " in outputs["text"]
         assert "api_base: (hidden: looks like a credential)" in outputs["markdown"]  # the prune
-        changes = json.loads(outputs["json"])["changes"]
+        changes = json.loads(stdout["json"])["changes"]  # stderr may carry notes
         assert [c["action"] for c in changes] == ["update", "delete"]
     finally:
         with proxy.http() as http:
