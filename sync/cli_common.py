@@ -289,8 +289,6 @@ def read_live(
     from .render import render
 
     past = declared_groups(fleet_file) if fleet_file is not None else PastGroups()
-    if past.note:
-        click.echo(f"note: {past.note}", err=True)
 
     desired: list[Route] = []  # rendered once several pods must agree (one agrees with itself)
 
@@ -313,8 +311,10 @@ def read_live(
         ]
     except ProxyError as exc:
         fail(str(exc))
-    notes = (past.note,) if past.note else ()
-    return LiveState(listed, unlisted, read_release(client).version, notes)
+    release = read_release(client)
+    if past.note:  # said once the proxy was read: a failed read is one line, its error
+        click.echo(f"note: {past.note}", err=True)
+    return LiveState(listed, unlisted, release.version, (past.note,) if past.note else ())
 
 
 def current_plan(
