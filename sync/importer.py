@@ -384,19 +384,19 @@ def kept_comment(kept: Sequence[Kept]) -> list[str]:
     )
     for item in kept:
         lines += wrap(f"  {item.path} ({_holders(item)}): {item.why}", "      ", COMMENT_WIDTH)
-    return [*lines, "To manage one, add it here as os.environ/NAME (NAME set in the proxy)."]
+    return [*lines, "To manage one, add it here, a secret as os.environ/NAME (set in the proxy)."]
 
 
 def kept_warning(model: str, kept: Sequence[Kept]) -> str:
     """The stderr line for a model whose routes keep values fleet.yaml does not manage."""
     items = "; ".join(f"{k.path} ({_holders(k)}: {k.why})" for k in kept)
-    stay = (
-        "stays on the live routes as it is"
-        if len(kept) == 1
-        else "stay on the live routes as they are"
-    )
+    one = len(kept) == 1
     return (
-        f"model {model}: {items} {stay}, not in fleet.yaml "
-        "(import cannot write them safely); to manage one, add it to fleet.yaml as "
-        "os.environ/NAME"
+        f"model {model}: {items} "
+        + ("stays on the live routes as it is" if one else "stay on the live routes as they are")
+        + ", not in fleet.yaml (import cannot write "
+        + ("it" if one else "them")
+        + " safely); to manage "
+        + ("it" if one else "one")
+        + ", add it to fleet.yaml, a secret as os.environ/NAME"
     )

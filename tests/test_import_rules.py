@@ -155,7 +155,8 @@ def test_what_cannot_be_written_stays_on_the_routes_and_is_named_not_quoted() ->
         "litellm_params.organization (hosts 10.0.0.1-8000, 10.0.0.2-8000: a string LiteLLM may "
         "have resolved from an os.environ/ secret); model_info.hf_token (host 10.0.0.3-8000: "
         "looks like a credential) stay on the live routes as they are, not in fleet.yaml (import "
-        "cannot write them safely); to manage one, add it to fleet.yaml as os.environ/NAME"
+        "cannot write them safely); to manage one, add it to fleet.yaml, a secret as "
+        "os.environ/NAME"
     )
     comment = imported.text.partition("\nmodels:\n")[2].partition("\n  m:\n")[0]
     assert comment.splitlines() == [
@@ -167,7 +168,7 @@ def test_what_cannot_be_written_stays_on_the_routes_and_is_named_not_quoted() ->
         "may have",
         "  #       resolved from an os.environ/ secret",
         "  #   model_info.hf_token (host 10.0.0.3-8000): looks like a credential",
-        "  # To manage one, add it here as os.environ/NAME (NAME set in the proxy).",
+        "  # To manage one, add it here, a secret as os.environ/NAME (set in the proxy).",
     ]
 
 
