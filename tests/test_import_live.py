@@ -205,7 +205,8 @@ def test_import_validate_plan_apply_adopts_every_route_in_place(
                 **CORPUS[case]["litellm_params"],
             }
             portal.append(seed(proxy, rich, params))
-        assert [chat(proxy, keyed) for _ in range(4)]  # served before, with the keys
+        for _ in range(2):
+            assert chat(proxy, keyed) in ("U0", "U1")  # served before, with the keys
 
         out = tmp_path / "fleet.yaml"
         done = run_import(proxy, fleet_name, out, [keyed, rich])
@@ -230,12 +231,11 @@ def test_import_validate_plan_apply_adopts_every_route_in_place(
         assert set(portal) <= set(live)  # every id kept
         assert sorted(proxy.ids(keyed) + proxy.ids(rich)) == sorted(portal)
         for rid in portal:
-            info, params = live[rid]["model_info"], live[rid]["litellm_params"]
-            assert info["fleet_sync_fleet"] == fleet_name
-            assert params.get("input_cost_per_token", 1e-06) == 1e-06
-        for rid in portal[:2]:  # what import left out is still on the route
+            assert live[rid]["model_info"]["fleet_sync_fleet"] == fleet_name
+        for rid in portal[:2]:  # the prices, and what import left out, still on the route
             params = live[rid]["litellm_params"]
-            assert params["access_tier"] != "gold" and params["organization"] not in ("", None)
+            assert {k: params[k] for k in PRICES} == PRICES
+            assert {"access_tier", "organization"} <= set(params)
             assert live[rid]["model_info"]["team"] == "search"
 
         before = [up.chats() for up in ups]
