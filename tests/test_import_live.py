@@ -111,6 +111,7 @@ def test_import_of_every_corpus_param_several_hosts_and_prices_validates(
     for provider in ("hosted_vllm", "openai"):
         priced = doc["models"][f"{fleet_name}-priced-{provider}"]
         assert priced["litellm_params"] == PRICES and "model_info" not in priced
+        assert f"kept: model {fleet_name}-priced-{provider}:" not in done.err  # nothing left
     assert "input_cost_per_token: 1.0e-06\n" in text
     router = doc["models"][f"{fleet_name}-router-params"]
     assert router["litellm_params"]["timeout"] == 600.0 and router["litellm_params"]["rpm"] == 120
