@@ -125,7 +125,7 @@ def plan(
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     with connect(proxy_urls, api_key, timeout) as client:
-        live = read_live(client, fleet, take_over)
+        live = read_live(client, fleet, take_over, fleet_file=fleet_file)
     the_plan = gate_plan(fleet, live.plan(fleet, take_over), probe, require_healthy, probe_timeout)
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
@@ -226,7 +226,7 @@ def apply(
     with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
         the_plan = gate_plan(
             fleet,
-            current_plan(fleet, client, confirm_timeout, take_over),
+            current_plan(fleet, client, confirm_timeout, take_over, fleet_file),
             probe,
             require_healthy,
             probe_timeout,
@@ -350,7 +350,13 @@ def drift(
     code = EXIT_OK
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
-        the_plan = gate_plan(fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT)
+        the_plan = gate_plan(
+            fleet,
+            current_plan(fleet, client, fleet_file=fleet_file),
+            False,
+            False,
+            PROBE_TIMEOUT,
+        )
         show_plan(the_plan, fmt)
         if fix and not the_plan.empty:
             unsafe = refusals(the_plan, fleet.max_prune_percent)
@@ -363,7 +369,11 @@ def drift(
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
                 the_plan = gate_plan(
-                    fleet, current_plan(fleet, client), False, False, PROBE_TIMEOUT
+                    fleet,
+                    current_plan(fleet, client, fleet_file=fleet_file),
+                    False,
+                    False,
+                    PROBE_TIMEOUT,
                 )
     if github_issue:
         on_github(lambda: gitops.report_drift(the_plan, os.environ))

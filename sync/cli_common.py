@@ -226,13 +226,20 @@ class LiveState:
     listed: Sequence[Route]
     unlisted: Sequence[Route]
     litellm_version: str | None = None  # what the pod taking the writes reports
+    notes: tuple[str, ...] = ()  # what could not be read (shown with every plan)
 
     def plan(self, fleet: Fleet, take_over: bool) -> Plan:
         from .plan import make_plan
         from .render import render
 
         return make_plan(
-            fleet, render(fleet), self.listed, self.unlisted, take_over, self.litellm_version
+            fleet,
+            render(fleet),
+            self.listed,
+            self.unlisted,
+            take_over,
+            self.litellm_version,
+            self.notes,
         )
 
 
@@ -270,10 +277,20 @@ def read_live(
     fleet: Fleet,
     take_over: bool = False,
     settle_timeout: float = CONFIRM_TIMEOUT,
+    fleet_file: Path | None = None,
 ) -> LiveState:
+    """The routes the router lists, and the stored rows it does not list of every model group
+    the fleet may have written rows in: those fleet.yaml declares, those with listed routes of
+    the fleet, and (with `fleet_file`) those its git history declared, of which only rows
+    tagged with this fleet are read: a row of ours no plan can see would stay forever."""
+    from .history import PastGroups, declared_groups
     from .litellm import ProxyError
     from .plan import make_plan
     from .render import render
+
+    past = declared_groups(fleet_file) if fleet_file is not None else PastGroups()
+    if past.note:
+        click.echo(f"note: {past.note}", err=True)
 
     desired: list[Route] = []  # rendered once several pods must agree (one agrees with itself)
 
@@ -289,10 +306,15 @@ def read_live(
         listed = client.list_agreed(settle_timeout, project=reads)
         groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
         ids = {r.id for r in listed}
-        unlisted = [r for r in client.list_stored(sorted(groups)) if r.id not in ids]
+        unlisted = [
+            r
+            for r in client.list_stored(sorted(groups | past.groups))
+            if r.id not in ids and (r.model_name in groups or r.fleet == fleet.name)
+        ]
     except ProxyError as exc:
         fail(str(exc))
-    return LiveState(listed, unlisted, read_release(client).version)
+    notes = (past.note,) if past.note else ()
+    return LiveState(listed, unlisted, read_release(client).version, notes)
 
 
 def current_plan(
@@ -300,8 +322,10 @@ def current_plan(
     client: LiteLLMClient,
     settle_timeout: float = CONFIRM_TIMEOUT,
     take_over: bool = False,
+    fleet_file: Path | None = None,
 ) -> Plan:
-    return read_live(client, fleet, take_over, settle_timeout).plan(fleet, take_over)
+    live = read_live(client, fleet, take_over, settle_timeout, fleet_file)
+    return live.plan(fleet, take_over)
 
 
 def on_github(call: Callable[[], str]) -> None:

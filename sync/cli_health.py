@@ -62,6 +62,8 @@ def verify_result(
     from .verify import changed_groups, verify_groups
 
     desired = render(fleet)
+    # Matched by the ids that serve each host after the apply, not the derived ids alone.
+    serving = result.plan.serving or desired
     return verify_groups(
-        proxy_url, api_key, changed_groups(result, desired), desired, timeout=timeout
+        proxy_url, api_key, changed_groups(result, desired), serving, timeout=timeout
     )

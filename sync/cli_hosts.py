@@ -146,7 +146,7 @@ def propose(
             if proposal.action == "closed":
                 return
             with connect(proxy_urls, api_key, timeout) as proxy:
-                live = read_live(proxy, fleet)
+                live = read_live(proxy, fleet, fleet_file=fleet_file)
             # An automatic merge needs proof the new address serves: it always probes.
             the_plan = gate_plan(
                 fleet,

@@ -9,7 +9,6 @@ from dataclasses import replace
 
 from .health import HostHealth
 from .plan import Change, Delete, Plan, Update, Withheld
-from .render import generation
 
 # An update re-points its route only when one of these changes; an rpm or timeout change on a
 # host that is down keeps the route where it is, so it is never withheld.
@@ -19,13 +18,14 @@ POINTING = ("litellm_params.api_base", "litellm_params.model")
 def gate(plan: Plan, health: Iterable[HostHealth], require: bool) -> Plan:
     """The plan with its probe results attached; under require, unproven changes withheld."""
     probed = tuple(sorted(health, key=lambda h: (h.model_name, h.host, h.route_id)))
-    by_id = {h.route_id: h for h in probed}
+    by_host = {(h.model_name, h.host): h for h in probed}
     if not require:
         return replace(plan, health=probed)
     withheld: list[Withheld] = []
     for change in plan.changes:
-        # Hosts are probed under their first id; a replacement (<id>-g2) is the same host.
-        reason = _unproven(change, by_id.get(generation(change.id)[0]))
+        # Probe results are per host (model, name): a route adopted in place keeps LiteLLM's
+        # id, and a replacement (<id>-g2) serves the same host.
+        reason = _unproven(change, by_host.get((change.model_name, change.host or "")))
         if reason:
             withheld.append(Withheld(change, reason))
     held_groups = {w.change.model_name: w for w in withheld}

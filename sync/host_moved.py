@@ -58,7 +58,7 @@ def automerge_refusal(plan: Plan, refusals: Sequence[str], model: str, host: str
     extra = sorted({d.path for d in plan.changes[0].diff} - MOVE_PATHS)
     if extra:
         return f"the update changes more than the address: {', '.join(extra)}"
-    health = plan.health_of(plan.changes[0].id)
+    health = plan.health_of(model, host)
     if health is None:
         return "the new address was not probed (--probe): nothing proves it serves the model"
     if not health.serves:

@@ -34,37 +34,10 @@ from typing import Any
 
 from .credentials import is_reference, looks_like_credential, written_out
 from .fleet import semantic_problems
+from .litellm_owned import NESTED_SHAPES, ROUTING_SHAPES
 from .normalise import masked_key
 from .yamlmarks import Marks
 
-_NUMBER = r"\d{1,9}(\.\d{1,9})?"
-_AWS_REGION = r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d"
-# Top-level litellm_params whose string values are routing data by meaning, with their shape.
-ROUTING_SHAPES: dict[str, re.Pattern[str]] = {
-    "api_version": re.compile(
-        r"\d{4}-\d{2}-\d{2}(-preview)?|v\d{1,2}(\.\d{1,3}){0,2}|\d{1,2}\.\d{1,3}(\.\d{1,3})?"
-    ),
-    "region_name": re.compile(_AWS_REGION),
-    "aws_region_name": re.compile(_AWS_REGION),
-    "vertex_location": re.compile(r"global|us|eu|[a-z]+-[a-z]+\d{1,2}"),
-    **{
-        key: re.compile(_NUMBER)
-        for key in (
-            "timeout",
-            "stream_timeout",
-            "rpm",
-            "tpm",
-            "max_retries",
-            "weight",
-            "order",
-            "max_parallel_requests",
-        )
-    },
-}
-# Nested strings that are routing data by meaning (tag-based routing), with their shape.
-NESTED_SHAPES: dict[str, re.Pattern[str]] = {
-    "tags": re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:/-]{0,39}"),
-}
 # A key quoted in a message or a comment of the file: plain characters only (a newline in a
 # comment would end it and start YAML of the key's choosing).
 _SHOWN_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")

@@ -27,32 +27,20 @@ from .credentials import has_userinfo, looks_like_credential
 from .fleet import DEFAULT_PROVIDER, address_problem, normalise_address
 from .import_rules import info_verdict, param_verdict, shown_key, shows_address
 from .import_yaml import COMMENT_WIDTH, fleet_text, wrap
+from .litellm_owned import (
+    COST_MAP_FIELD,
+    INFO_BOOKKEEPING,
+    LITELLM_INFO,
+    PARAM_DEFAULTS,
+    model_known,
+)
 from .render import Route, canonical_json
 
 RESERVED = {"model", "api_base", "api_key"}
-# model_info LiteLLM maintains itself, whatever the route; and fleet-sync's own tags
-# (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may not set.
-LITELLM_INFO = {"id", "key", "litellm_provider", "supported_openai_params"}
+# fleet-sync's own tags (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may
+# not set. What LiteLLM adds to every route (an imported route was not written by fleet-sync, so
+# it has no record of what was written, and the plan compares only that) is in litellm_owned.
 TAG_PREFIX = "fleet_sync_"
-# An imported route was not written by fleet-sync, so it has no record of what was written (the
-# plan compares only that): import drops what LiteLLM 1.108 adds to every route instead.
-PARAM_DEFAULTS: dict[str, Any] = {
-    "allow_client_keepalive_override": False,
-    "merge_reasoning_content_in_choices": False,
-    "use_in_pass_through": False,
-    "use_litellm_proxy": False,
-    "use_xai_oauth": False,
-}
-INFO_BOOKKEEPING = frozenset(
-    {"access_via_team_ids", "blocked", "db_model", "direct_access", "key", "litellm_provider"}
-    | {"member_auto_router", "pricing_overrides", "supported_openai_params"}
-)
-# Fields LiteLLM fills in from its cost map (context window, prices, capabilities) when it knows
-# the model; for a model it knows they are its values, not the route's.
-COST_MAP_FIELD = re.compile(
-    r"^(mode|max_(input_|output_)?tokens|.*cost.*|.*_per_.*|supports_.*|tpm|rpm|"
-    r"output_vector_size|tiered_pricing|source|deprecation_date|metadata)$"
-)
 # Prices fleet.yaml takes in litellm_params only: LiteLLM copies them into the listed model_info.
 PRICE_IN_INFO = "pricing in model_info, which fleet.yaml takes in litellm_params only"
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -195,7 +183,7 @@ def _route_info(route: Route) -> tuple[dict[str, Any], list[str]]:
     copied from litellm_params): without LiteLLM's bookkeeping and cost-map values, its copies
     of litellm_params prices, and fleet-sync's tags."""
     params = route.litellm_params
-    known = route.model_info.get("key") not in (None, params.get("model"))
+    known = model_known(route.model_info, params)
     info: dict[str, Any] = {}
     priced: list[str] = []
     for key, value in sorted(route.model_info.items()):

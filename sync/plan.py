@@ -1,4 +1,5 @@
-"""(desired, live) → Plan: Create / Update / Delete value objects, ignored routes, plan hash."""
+"""(desired, live) → Plan: the changes (sync/changes.py) that converge the fleet, ignored routes,
+conflicts, plan hash."""
 
 from __future__ import annotations
 
@@ -6,114 +7,24 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
-from .compare import FieldChange, diff, prune_before, removed_keys, shown, update_before
-from .fleet import Fleet, normalise_address
+from .carry import carrying, leftovers
+from .changes import Change as Change
+from .changes import Conflict as Conflict
+from .changes import Create as Create
+from .changes import Delete as Delete
+from .changes import Ignored as Ignored
+from .changes import RouteChange as RouteChange
+from .changes import Update as Update
+from .changes import Withheld as Withheld
+from .compare import diff, prune_before, removed_keys, shown, update_before
+from .fleet import Fleet
 from .health import HostHealth
+from .identity import HostRoutes, match_hosts
 from .ownership import claim
-from .render import Route, canonical_json, generation, with_generation
+from .render import Route, canonical_json, generation, with_generation, with_id
 from .versions import LiteLLMRelease
-
-
-@dataclass(frozen=True)
-class RouteChange:
-    """What every change says about its route (the desired one, or the live one for a delete)."""
-
-    route: Route
-
-    @property
-    def id(self) -> str:
-        return self.route.id
-
-    @property
-    def model_name(self) -> str:
-        return self.route.model_name
-
-    @property
-    def host(self) -> str | None:
-        return self.route.host
-
-
-@dataclass(frozen=True)
-class Create(RouteChange):
-    action: Literal["create"] = "create"
-    # A replacement: the id of the live route it replaces (deleted after this is created) and
-    # what differs from it. LiteLLM cannot remove a key in place, so removing one is this.
-    replaces: str | None = None
-    diff: tuple[FieldChange, ...] = ()
-
-
-@dataclass(frozen=True)
-class Update(RouteChange):
-    before: Route
-    diff: tuple[FieldChange, ...]
-    action: Literal["update"] = "update"
-    # False: LiteLLM stored the route but its router does not list it (it serves nothing), so
-    # the update is sent even when nothing differs: it is what makes the router load it again.
-    listed: bool = True
-    # Top-level litellm_params keys it removes in place (LiteLLM 1.109+ litellm_params_to_remove).
-    removes: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Delete(RouteChange):
-    reason: str
-    replaced_by: str | None = None  # id of the route created in its place
-    action: Literal["delete"] = "delete"
-    removes: tuple[str, ...] = ()  # the keys whose removal replaces this route
-    replacement: Route | None = None  # the route created in its place (shapes `before`)
-    listed: bool = True  # False: a stored row the router does not list (it serves nothing)
-
-    @property
-    def prune(self) -> bool:
-        """Counted by the safety rails: a route removed, or replaced to drop keys (its
-        replacement has a new id; the rails see both sides like any prune)."""
-        return self.replaced_by is None or bool(self.removes)
-
-
-Change = Create | Update | Delete
-
-
-@dataclass(frozen=True)
-class Ignored:
-    route: Route
-    reason: str
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """A route fleet.yaml wants whose id is held by a live route the fleet does not own: never
-    touched, never reported as matching; apply refuses without --force."""
-
-    desired: Route
-    held_by: Route
-    reason: str  # why the holder is not the fleet's
-
-    @property
-    def id(self) -> str:
-        return self.desired.id
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "model_name": self.desired.model_name,
-            "host": self.desired.host,
-            "held_by": {
-                "model_name": self.held_by.model_name,
-                "fleet": self.held_by.fleet,
-                "source": self.held_by.source,
-            },
-            "reason": self.reason,
-        }
-
-
-@dataclass(frozen=True)
-class Withheld:
-    """A change held back because its host does not serve (health: require); not applied."""
-
-    change: Change
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -132,6 +43,11 @@ class Plan:
     # The LiteLLM version the proxy reported (None: unknown). Shown, never hashed: the same
     # changes against an upgraded proxy are the same plan.
     litellm_version: str | None = None
+    # Each desired host's route once the plan is applied, under the id that will serve it (the
+    # live id it keeps, a replacement's, or the derived id of a create): what answers for it.
+    serving: tuple[Route, ...] = ()
+    # What the plan could not look at (e.g. fleet.yaml's git history): shown, never hashed.
+    notes: tuple[str, ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -145,9 +61,12 @@ class Plan:
         declared = [g for g in self.live_groups if g[0] in self.declared_models]
         return canonical_json([self.hash, self.owned_live, declared])
 
-    def health_of(self, route_id: str) -> HostHealth | None:
-        base = generation(route_id)[0]  # a host is probed under its first id
-        return next((h for h in self.health or () if h.route_id == base), None)
+    def health_of(self, model_name: str, host: str | None) -> HostHealth | None:
+        """A host's probe result: by identity, since its route may keep LiteLLM's id."""
+        return next(
+            (h for h in self.health or () if (h.model_name, h.host) == (model_name, host or "")),
+            None,
+        )
 
     def of(self, action: str) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.action == action)
@@ -181,12 +100,15 @@ class Plan:
                 for w in self.withheld
             ],
             "health": None if self.health is None else [h.as_dict() for h in self.health],
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def _with_health(self, change: Change, body: dict[str, Any]) -> dict[str, Any]:
         """A change's JSON with its host's probe result (outside the hash: a probe is not a
         change, and a host that flaps must not make a reviewed plan stale)."""
-        health = None if isinstance(change, Delete) else self.health_of(change.id)
+        health = (
+            None if isinstance(change, Delete) else self.health_of(change.model_name, change.host)
+        )
         return {**body, "health": health.as_dict()} if health else body
 
 
@@ -207,6 +129,9 @@ def change_json(change: Change) -> dict[str, Any]:
     }
     if isinstance(change, Create) and change.replaces:
         out["replaces"] = change.replaces
+        for key in ("carries", "drops", "may_drop"):
+            if paths := getattr(change, key):
+                out[key] = list(paths)
     if isinstance(change, Delete):
         out["reason"] = change.reason
         if change.replaced_by:
@@ -226,6 +151,7 @@ def make_plan(
     unlisted: Sequence[Route] = (),
     take_over: bool = False,
     litellm_version: str | None = None,
+    notes: Sequence[str] = (),
 ) -> Plan:
     """`live` is what the router lists (what clients route on); `unlisted` holds rows LiteLLM
     stored in its database but does not list (a create it could not load): they are the
@@ -259,23 +185,24 @@ def make_plan(
     updates: list[Change] = []
     deletes: list[Change] = []
     conflicts: list[Conflict] = []
+    serving: list[Route] = []
     in_place = LiteLLMRelease(litellm_version).removes_params_in_place
-    generations: dict[str, list[Route]] = {}
-    for route in sorted(owned.values(), key=lambda r: generation(r.id)[1]):
-        generations.setdefault(generation(route.id)[0], []).append(route)
+    hosts = match_hosts(desired, owned.values(), adopted, dead)
     for route in desired:
-        found = generations.get(route.id, [])
-        if not found:
+        found = hosts.get(route.id)
+        if found is None:
             holder = live_by_id.get(route.id)
             if holder is None:
                 creates.append(Create(route))
-            else:  # held by a route this fleet does not own
+                serving.append(route)
+            else:  # held by a route this fleet does not own, and the host has none of its own
                 conflicts.append(Conflict(route, holder, reasons[holder.id]))
             continue
-        if route.id in reasons:  # the host is served by a later generation: the holder is aside
+        if route.id in reasons:  # the host has a route of its own: the holder is left aside
             ignored.append(Ignored(live_by_id[route.id], reasons[route.id]))
-        *older, current = found
+        current = found.current
         target, change, removes = _converge(route, current, live_by_id, in_place, dead)
+        serving.append(target)
         if isinstance(change, Create):
             creates.append(change)
             deletes.append(
@@ -292,45 +219,14 @@ def make_plan(
         deletes += [
             Delete(
                 old,
-                f"an older generation of host {old.host or '?'}",
+                why,
                 replaced_by=target.id,
+                replacement=target if old.id in adopted else None,
                 listed=old.id not in dead,
             )
-            for old in older
+            for old, why in found.extras
         ]
-
-    by_address = {
-        (r.model_name, normalise_address(r.api_base or "")): r for r in desired if r.api_base
-    }
-    drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
-    for route in owned.values():
-        if route.id in claims:
-            continue
-        listed = route.id not in dead
-        if route.id in adopted:
-            replacement = by_address.get((route.model_name, _address(route)))
-            reason = (
-                f"untagged route of {route.model_name} replaced by a tagged one"
-                if replacement
-                else f"untagged route of {route.model_name} at an address no longer listed"
-            )
-            deletes.append(
-                Delete(
-                    route,
-                    reason,
-                    replaced_by=replacement.id if replacement else None,
-                    replacement=replacement,
-                    listed=listed,
-                )
-            )
-        elif (route.model_name, route.host) in drained:
-            deletes.append(
-                Delete(route, f"host {route.host} is drained (enabled: false)", listed=listed)
-            )
-        else:
-            deletes.append(
-                Delete(route, f"host {route.host or '?'} is no longer in fleet.yaml", listed=listed)
-            )
+    deletes += _orphans(fleet, owned, adopted, hosts, dead)
 
     def order(c: Change) -> tuple[str, str, str]:
         return (c.model_name, c.host or "", c.id)
@@ -350,7 +246,35 @@ def make_plan(
         live_groups=tuple(sorted(groups.items())),
         conflicts=tuple(sorted(conflicts, key=lambda c: (c.desired.model_name, c.id))),
         litellm_version=litellm_version,
+        serving=tuple(serving),
+        notes=tuple(notes),
     )
+
+
+def _orphans(
+    fleet: Fleet,
+    owned: dict[str, Route],
+    adopted: set[str],
+    hosts: dict[str, HostRoutes],
+    dead: set[str],
+) -> list[Change]:
+    """Prunes of the owned routes no desired host has: drained or removed hosts, untagged
+    routes at an address fleet.yaml does not list for their model."""
+    kept = {r.id for h in hosts.values() for r in (h.current, *(e for e, _ in h.extras))}
+    drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
+    out: list[Change] = []
+    for route in owned.values():
+        if route.id in kept:
+            continue
+        listed = route.id not in dead
+        if route.id in adopted:
+            reason = f"untagged route of {route.model_name} at an address no longer listed"
+        elif (route.model_name, route.host) in drained:
+            reason = f"host {route.host} is drained (enabled: false)"
+        else:
+            reason = f"host {route.host or '?'} is no longer in fleet.yaml"
+        out.append(Delete(route, reason, listed=listed))
+    return out
 
 
 def _converge(
@@ -362,10 +286,13 @@ def _converge(
 ) -> tuple[Route, Create | Update | None, tuple[str, ...]]:
     """What brings the host's current live route to the desired one: nothing, an in-place
     update (removing litellm_params keys too where PATCH honours litellm_params_to_remove),
-    or, when other keys must go, a create of the next generation, whose Delete of the current
-    route follows it (create first: no gap). Returns (the route that will serve, the change,
-    the keys removed)."""
-    target = with_generation(desired, generation(current.id)[1])
+    or, when other keys must go, a create of a new route, whose Delete of the current route
+    follows it (create first: no gap). The route keeps its id: a generation of the host's
+    derived id, or LiteLLM's id for a route the fleet adopted. Returns (the route that will
+    serve, the change, the keys removed)."""
+    base, n = generation(current.id)
+    created = base == desired.id  # fleet-sync created it (under the host's derived id)
+    target = with_generation(desired, n) if created else with_id(desired, current.id)
     changes = diff(current, target)
     removes = removed_keys(changes, target)
     listed = current.id not in dead
@@ -374,19 +301,21 @@ def _converge(
             return target, None, ()
         update = Update(target, before=current, diff=changes, listed=listed, removes=removes)
         return target, update, ()
-    n = generation(current.id)[1] + 1
+    # The next generation of the derived id; for an adopted route the first free one.
+    n = n + 1 if created else 1
     while with_generation(desired, n).id in live_by_id:  # held by a route not this fleet's
         n += 1
-    successor = with_generation(desired, n)
-    replace = Create(successor, replaces=current.id, diff=diff(current, successor))
+    left = leftovers(current, desired, created)
+    successor = carrying(with_generation(desired, n), left.carries)
+    replace = Create(
+        successor,
+        replaces=current.id,
+        diff=diff(current, successor),
+        carries=tuple(f"litellm_params.{key}" for key in left.carries),
+        drops=left.drops,
+        may_drop=left.unseen,
+    )
     return successor, replace, removes
-
-
-def _address(route: Route) -> str:
-    try:
-        return normalise_address(route.api_base or "")
-    except (KeyError, ValueError):
-        return route.api_base or ""
 
 
 def split_by_base(head: Plan, base: Plan | None) -> tuple[tuple[Change, ...], tuple[Change, ...]]:

@@ -134,14 +134,16 @@ def field_values(path: str, before: Any, after: Any) -> tuple[Any, Any]:
 
 
 def desired_view(change: Change, plan: Plan) -> Any:
-    """The desired route a change's live values are judged against: its own, or for the
-    replacement of an untagged route the tagged route created in its place (it carries the same
-    parameters); MISSING for a prune, where fleet.yaml wants nothing."""
+    """The desired route a change's live values are judged against: its own, or for a route
+    deleted while its host keeps one (a replacement, a duplicate, an older generation) the
+    host's route (it carries the parameters fleet.yaml sets); MISSING for a prune, where
+    fleet.yaml wants nothing."""
     if not isinstance(change, Delete):
         return shown(change.route)
-    for other in plan.changes:
-        if other.id == change.replaced_by and not isinstance(other, Delete):
-            return shown(other.route)
+    staying = [c.route for c in plan.changes if not isinstance(c, Delete)] + list(plan.serving)
+    for route in staying:
+        if route.id == change.replaced_by:
+            return shown(route)
     return MISSING
 
 

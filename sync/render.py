@@ -23,6 +23,7 @@ TAG_SOURCE = "fleet_sync_source"  # the repository that writes the route (see ow
 # "sha256:<digest of the value> <path>" (LiteLLM masks or resolves it: compared through this).
 TAG_PATHS = "fleet_sync_paths"
 TAGS = frozenset({TAG_FLEET, TAG_HOST, TAG_DIGEST, TAG_PATHS, TAG_SOURCE})
+TAG_PREFIX = "fleet_sync_"  # every tag's, these and any a later fleet-sync adds
 READ = "read"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # A route id and its generation: <base>, then <base>-g2, <base>-g3 ... for the routes that
@@ -200,14 +201,21 @@ def _stamp(
 def with_generation(route: Route, n: int) -> Route:
     """A desired route under generation n of its id (tags and digest follow the new id)."""
     base, _ = generation(route.id)
-    if generation_id(base, n) == route.id:
-        return route  # its own generation: stamping it again gives the same route
+    return with_id(route, generation_id(base, n))
+
+
+def with_id(route: Route, rid: str) -> Route:
+    """A desired route under another id: a live route the fleet adopted keeps LiteLLM's id, and
+    the route fleet.yaml wants for its host is written under that id (the tags, the record of
+    paths and the digest follow the id)."""
+    if rid == route.id:
+        return route  # its own id: stamping it again gives the same route
     user_info = {k: v for k, v in route.model_info.items() if k != "id" and k not in TAGS}
     return _stamp(
         route.model_name,
         route.litellm_params,
         user_info,
-        generation_id(base, n),
+        rid,
         route.fleet,
         route.host,
         route.source,

@@ -47,6 +47,11 @@ def litellm_label(plan: Plan) -> str:
     return f"LiteLLM {plan.litellm_version}" if plan.litellm_version else "LiteLLM version unknown"
 
 
+def _notes_markdown(plan: Plan) -> list[str]:
+    """What the plan could not look at (fleet.yaml's history), where reviewers read."""
+    return [f"> [!NOTE]\n> {note}\n" for note in plan.notes]
+
+
 def _untested_markdown(plan: Plan) -> list[str]:
     """A known version outside the tested range, said where reviewers read (never a refusal)."""
     release = LiteLLMRelease(plan.litellm_version)
@@ -80,8 +85,10 @@ def _lines(change: Change) -> list[str]:
         lines = [f"{NOT_LISTED}; sent again"] if not change.listed else []
         return lines + [_field(d) for d in change.diff]
     if isinstance(change, Create) and change.replaces:
-        return [f"replaces {change.replaces} (created first, then it is deleted):"] + [
-            _field(d) for d in change.diff
+        return [
+            f"replaces {change.replaces} (created first, then it is deleted):",
+            *(_field(d) for d in change.diff),
+            *_leftovers(change),
         ]
     if isinstance(change, Create):
         params = without_userinfo(shown(change.route)["litellm_params"])
@@ -91,6 +98,24 @@ def _lines(change: Change) -> list[str]:
         note += f"; replaced by {change.replaced_by}"
     lines = [f"api_base: {_value(without_userinfo(change.route.api_base))}", note]
     return lines if change.listed else [*lines, NOT_LISTED]
+
+
+def _leftovers(change: Create) -> list[str]:
+    """What a replacement takes over from the route it replaces, and what it cannot: paths,
+    never values."""
+    out = []
+    if change.carries:
+        out.append(f"carries from {change.replaces}: {', '.join(change.carries)}")
+    if change.drops:
+        out.append(
+            f"drops (listed on {change.replaces}, not set by fleet.yaml): {', '.join(change.drops)}"
+        )
+    if change.may_drop:
+        out.append(
+            f"may drop (LiteLLM never lists them; fleet-sync did not create {change.replaces}): "
+            + ", ".join(change.may_drop)
+        )
+    return out
 
 
 def _conflict(conflict: Conflict) -> str:
@@ -146,7 +171,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
     out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
-    out += _untested_markdown(plan)
+    out += _untested_markdown(plan) + _notes_markdown(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
     out += conflicts_markdown(plan)
     out += changes_markdown(plan.changes, plan)
@@ -238,7 +263,7 @@ def pr_markdown(
     """The pull-request view: what this PR changes apart from drift that is already live."""
     out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
-    out += _untested_markdown(plan)
+    out += _untested_markdown(plan) + _notes_markdown(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
     out += conflicts_markdown(plan)
     out += withheld_markdown(plan)

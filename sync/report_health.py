@@ -28,7 +28,7 @@ def probe_summary(plan: Plan) -> str:
 
 
 def change_health(plan: Plan, change: Change) -> HostHealth | None:
-    return None if isinstance(change, Delete) else plan.health_of(change.id)
+    return None if isinstance(change, Delete) else plan.health_of(change.model_name, change.host)
 
 
 def health_line(health: HostHealth, icon: bool = False) -> str:
@@ -39,8 +39,9 @@ def health_line(health: HostHealth, icon: bool = False) -> str:
 def unchanged_unhealthy(plan: Plan) -> list[HostHealth]:
     """Hosts that do not serve although the plan changes nothing about them: no change is
     withheld for them, but a dead route is what a reviewer most needs to hear about."""
-    touched = {c.id for c in plan.changes} | {w.change.id for w in plan.withheld}
-    return [h for h in plan.health or () if not h.serves and h.route_id not in touched]
+    changes = [*plan.changes, *(w.change for w in plan.withheld)]
+    touched = {(c.model_name, c.host or "") for c in changes}  # hosts, whatever their route ids
+    return [h for h in plan.health or () if not h.serves and (h.model_name, h.host) not in touched]
 
 
 def unhealthy_text(plan: Plan) -> list[str]:

@@ -44,6 +44,7 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
                 f"model {model} would be left with no routes while fleet.yaml still declares it "
                 f"({len(pruned)} pruned); enable a host, or --force required"
             )
+    reasons += unseen_keys(plan)
     for conflict in plan.conflicts:
         reasons.append(
             f"{conflict.desired.model_name} host {conflict.desired.host}: id {conflict.id} is "
@@ -52,3 +53,24 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
             "required to apply the rest"
         )
     return tuple(reasons)
+
+
+def unseen_keys(plan: Plan) -> list[str]:
+    """A replacement of a route fleet-sync did not create (it kept LiteLLM's id when the fleet
+    adopted it) would lose whatever it holds that LiteLLM never lists: nothing read from the
+    proxy can carry it to the new route."""
+    removing = {c.id: c.removes for c in plan.changes if isinstance(c, Delete) and c.removes}
+    out = []
+    for create in plan.changes:
+        if not isinstance(create, Create) or not create.replaces or not create.may_drop:
+            continue
+        removes = ", ".join(removing.get(create.replaces, ())) or "what fleet.yaml removed"
+        out.append(
+            f"{create.model_name} host {create.host}: replacing route {create.replaces} to "
+            f"remove {removes} may lose what LiteLLM never lists ({', '.join(create.may_drop)}): "
+            "fleet-sync did not create that route, so it may hold them unseen, and the new "
+            f"route cannot carry them; keep {removes} in fleet.yaml, or on LiteLLM >= 1.109 "
+            "remove a litellm_params key in place, or set api_key (and any other such key the "
+            "host needs) in fleet.yaml, then --force required"
+        )
+    return out

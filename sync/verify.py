@@ -31,21 +31,23 @@ def verify_groups(
     proxy_url: str,
     api_key: str,
     groups: Sequence[str],
-    desired: Sequence[Route],
+    routes: Sequence[Route],
     *,
     timeout: float = 30.0,
     transport: httpx.BaseTransport | None = None,
 ) -> tuple[Verified, ...]:
+    """`routes`: the fleet's routes as the apply left them, under the ids that serve each host
+    (a route adopted in place keeps LiteLLM's id): what the answering deployment is matched to."""
     with httpx.Client(
         base_url=proxy_url.rstrip("/"),
         headers={"Authorization": f"Bearer {api_key}"},
         timeout=timeout,
         transport=transport,
     ) as http:
-        return tuple(_verify(http, group, desired) for group in groups)
+        return tuple(_verify(http, group, routes) for group in groups)
 
 
-def _verify(http: httpx.Client, group: str, desired: Sequence[Route]) -> Verified:
+def _verify(http: httpx.Client, group: str, routes: Sequence[Route]) -> Verified:
     body = {"model": group, "messages": [{"role": "user", "content": "ping"}], "max_tokens": 1}
     try:
         response = http.post("/v1/chat/completions", json=body)
@@ -53,8 +55,8 @@ def _verify(http: httpx.Client, group: str, desired: Sequence[Route]) -> Verifie
         return Verified(group, False, f"no answer from the proxy: {type(exc).__name__} {exc}")
     route_id = response.headers.get(MODEL_ID_HEADER) or None
     api_base = response.headers.get(API_BASE_HEADER) or None
-    ours = next((r for r in desired if r.id == route_id), None)
-    where = _where(route_id, ours, api_base, [r for r in desired if r.model_name == group])
+    ours = next((r for r in routes if r.id == route_id), None)
+    where = _where(route_id, ours, api_base, [r for r in routes if r.model_name == group])
     common = {"route_id": route_id, "host": ours.host if ours else None, "api_base": api_base}
     if not response.is_success:
         reason = error_message(response.text)

@@ -27,6 +27,7 @@ from sync.render import (
     render,
     route_id,
     with_generation,
+    with_id,
 )
 from sync.yamlmarks import Marks, YamlDoc
 
@@ -158,9 +159,13 @@ class World:
         return self.proxy.listing()
 
     def unlisted(self, listed: list[Route]) -> list[Route]:
-        """Stored rows the router does not list, of the groups sync.cli_common.read_live asks."""
+        """Stored rows the router does not list, of the groups sync.cli_common.read_live asks:
+        those fleet.yaml declares or the fleet has listed routes in (every row), and those its
+        git history declared (rows tagged with the fleet). Every tagged row the generator puts
+        is of a model in MODELS, which some earlier fleet.yaml declared to write it."""
         groups = self.fleet.model_names | {r.model_name for r in listed if r.fleet == FLEET}
-        return self.proxy.stored_unlisted(groups)
+        rows = self.proxy.stored_unlisted(groups | set(MODELS))
+        return [r for r in rows if r.model_name in groups or r.fleet == FLEET]
 
     def plan(self, shuffle: Callable[[list[Route]], None] | None = None) -> Plan:
         listed = self.listed()
@@ -221,6 +226,21 @@ def older_route(doc: dict[str, Any], route: Route, older: str) -> Route:
     return next(r for r in render(load(earlier)) if r.id == route.id)
 
 
+# What a portal or a person put on a route that fleet.yaml may not set: a literal api_key
+# (LiteLLM never lists it, so only adoption in place keeps it), a number and a routing-shaped
+# string a replacement can carry, a string it cannot (it may be a secret LiteLLM resolved), and
+# model_info keys.
+PORTAL_KEY = "sk-portal-literal-0123456789"
+HAND_PARAMS: dict[str, st.SearchStrategy[Any]] = {
+    "max_parallel_requests": st.integers(1, 9),
+    "api_version": st.sampled_from(["2024-06-01", "v1"]),
+    "organization": st.sampled_from(["acme-org", "os.environ/KEY_B"]),
+}
+HAND_INFO: dict[str, st.SearchStrategy[Any]] = {
+    "owner": st.sampled_from(["portal", "ops"]),
+    "team": TEXT,
+}
+
 # What happens to a route fleet.yaml renders, on the live proxy.
 FATES = (
     "absent",
@@ -237,6 +257,11 @@ FATES = (
     "held_by_other_fleet",
     "held_untagged_elsewhere",
     "held_by_config",
+    # Onboarding: routes fleet-sync did not create, under LiteLLM's ids.
+    "portal_at_address",  # untagged, at the host's address: adopted in place (owns: model_groups)
+    "adopted_earlier",  # tagged by an earlier adoption, LiteLLM's id kept
+    "adopted_by_older_yaml",  # the same, written by an older fleet.yaml (a removal replaces it)
+    "duplicates",  # the host's own route and an untagged one at its address
 )
 DRIFTS = ("address", "param_changed", "param_added", "param_missing", "info_changed", "renamed")
 
@@ -306,6 +331,22 @@ class Builder:
             if fate == "two_generations":
                 put(older_route(self.doc, route, "param_added").deployment(), "generation 1")
             put(with_generation(route, 2).deployment(), "generation 2")
+        elif fate in ("portal_at_address", "duplicates"):
+            if fate == "duplicates":
+                put(deployment, "the host's own route")
+            put(self.portal_copy(route), fate)
+        elif fate in ("adopted_earlier", "adopted_by_older_yaml"):
+            rid = f"adopted-{route.model_name}-{route.host}"
+            written = route
+            if fate == "adopted_by_older_yaml":
+                older = draw(st.sampled_from(sorted(OLDER)))
+                written, fate = older_route(self.doc, route, older), f"{fate} ({older})"
+            adopted = with_id(written, rid).deployment()
+            self.hand_keys(adopted)
+            if draw(st.booleans()):
+                drift = draw(st.sampled_from([d for d in DRIFTS if d != "renamed"]))
+                self.hand_edits.add((route.id, *_drift(draw, adopted, drift)))
+            put(adopted, fate)
         elif fate == "tags_lost":
             deployment["model_info"] = untagged(info)
             put(deployment, fate)
@@ -317,6 +358,27 @@ class Builder:
             put(deployment, fate)
         else:
             self.hold(route.id, route.model_name, "this fleet's id")
+
+    def portal_copy(self, route: Route) -> dict[str, Any]:
+        """The route a portal left for this host: untagged, LiteLLM's id, the same address (as
+        the portal wrote it), a literal api_key and keys of its own."""
+        deployment = portal_route(
+            f"portal-{route.model_name}-{route.host}",
+            route.model_name,
+            (route.api_base or "") + self.draw(st.sampled_from(["", "/"])),
+        )
+        deployment["litellm_params"]["model"] = route.litellm_params["model"]
+        self.hand_keys(deployment)
+        return deployment
+
+    def hand_keys(self, deployment: dict[str, Any]) -> None:
+        """Keys fleet.yaml does not set, added by hand (a literal api_key among them)."""
+        params, info = deployment["litellm_params"], deployment["model_info"]
+        if "api_key" not in params:
+            params["api_key"] = PORTAL_KEY
+        extra = self.draw(section(HAND_PARAMS))
+        params.update({k: v for k, v in extra.items() if k not in params})
+        info.update({k: v for k, v in self.draw(section(HAND_INFO)).items() if k not in info})
 
     def hold(self, rid: str, model: str, what: str) -> None:
         """A route this fleet does not own holding one of its ids: another fleet's, an untagged

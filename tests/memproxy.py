@@ -7,9 +7,10 @@ removal differs), as far as fleet-sync's comparison cares. Not a replacement for
   stored row), nulls dropped; a key absent from the body stays stored; a PATCH with
   litellm_params_to_remove removes those keys only on a LiteLLM that does (1.109 and later);
 - pydantic coerces the typed router params (rpm "120" is stored as 120, timeout 600 as 600.0);
-- the listing drops api_key, resolves os.environ/ references at any depth, masks what the
-  core's rule (sync.normalise.masked_key) says LiteLLM masks, and adds LiteLLM's own defaults
-  and model_info enrichment;
+- the listing drops api_key and the other keys LiteLLM never lists (they stay stored: a PATCH
+  that does not send them keeps them), resolves os.environ/ references at any depth, masks what
+  the core's rule (sync.normalise.masked_key) says LiteLLM masks, and adds LiteLLM's own
+  defaults and model_info enrichment;
 - a row the router could not load is stored but not listed, until a write loads it.
 """
 
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sync.litellm import parse_route
+from sync.litellm_owned import NEVER_LISTED
 from sync.normalise import REFERENCE_PREFIX, masked_key
 from sync.plan import Plan, Update
 from sync.render import Route
@@ -34,8 +36,9 @@ COERCED: Mapping[str, type] = {
     "timeout": float,
     "stream_timeout": float,
 }
-# Never listed: LiteLLM drops the key outright (the rest of what it hides, it masks).
-DROPPED = frozenset({"api_key"})
+# Never listed: LiteLLM drops these keys outright (the rest of what it hides, it masks); they
+# stay stored, and a PATCH that does not send them keeps them.
+DROPPED = NEVER_LISTED
 # What LiteLLM 1.108.7 adds to every listed route: its boolean defaults in litellm_params, and
 # in model_info its bookkeeping and a sample of the ~200 cost-map fields.
 PARAM_DEFAULTS: Mapping[str, Any] = {

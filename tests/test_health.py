@@ -18,7 +18,7 @@ from sync.litellm import parse_route
 from sync.plan import Plan, make_plan
 from sync.probe import BODY_CAP, ask, resolve_key
 from sync.problems import FleetError
-from sync.render import Route, render, route_id
+from sync.render import Route, render, route_id, with_id
 from sync.report import plan_markdown, plan_text, pr_markdown, result_json, result_text
 from sync.yamlmarks import parse_yaml
 
@@ -147,11 +147,14 @@ def test_require_keeps_the_prunes_of_a_group_whose_change_was_withheld() -> None
 
 
 def test_require_keeps_an_untagged_route_whose_replacement_does_not_serve() -> None:
+    """An untagged route at an address fleet.yaml no longer lists is pruned once the host's
+    new route serves; when the new address does not serve, both wait. The untagged route at
+    the host's own address is adopted in place: it stays where it is, so it is not withheld."""
     fleet = fleet_of(
         {"m": {"served_model": "org/m", "hosts": [{"name": "a", "api_base": NEW}]}},
         owns="model_groups",
     )
-    params = {"model": "hosted_vllm/org/m", "api_base": NEW}
+    params = {"model": "hosted_vllm/org/m", "api_base": OLD}
     portal = Route("portal-1", "m", params, {"id": "portal-1"})
     plan = plan_with(fleet, [portal])
     assert [(c.action, c.id) for c in plan.changes] == [
@@ -162,6 +165,13 @@ def test_require_keeps_an_untagged_route_whose_replacement_does_not_serve() -> N
     assert gated.changes == ()
     assert [w.change.id for w in gated.withheld] == [route_id("f1", "m", "a"), "portal-1"]
     assert "serves something else: no model (not org/m)" in gated.withheld[0].reason
+
+    at_host = Route("portal-2", "m", {**params, "api_base": NEW}, {"id": "portal-2"})
+    plan = plan_with(fleet, [at_host])
+    assert [(c.action, c.id) for c in plan.changes] == [("update", "portal-2")]
+    gated = gate(plan, [health(fleet, "m", "a", "no_answer")], require=True)
+    assert [c.id for c in gated.changes] == ["portal-2"] and not gated.withheld
+    assert gated.health_of("m", "a") is not None  # its probe result, though its id is LiteLLM's
 
 
 def test_require_withholds_a_change_whose_host_was_not_probed() -> None:
@@ -256,3 +266,21 @@ def test_health_key_in_fleet_yaml() -> None:
         fleet_of({"m": {"served_model": "s", "hosts": hosts}}, health="strict")
     [problem] = caught.value.problems
     assert problem.message == "health: 'strict' is not one of: probe, require"
+
+
+def test_a_route_adopted_under_litellms_id_is_judged_by_its_hosts_probe() -> None:
+    """Probe results are per host: a route the fleet adopted keeps LiteLLM's id, and a move of
+    its host is withheld (or shown healthy) by that host's result, never "not probed"."""
+    fleet = fleet_of({"m": {"served_model": "org/m", "hosts": [{"name": "a", "api_base": NEW}]}})
+    (desired,) = render(fleet)
+    adopted = with_id(desired, "6f1c2a90-adopted").deployment()
+    adopted["litellm_params"]["api_base"] = OLD
+    live = parse_route(adopted)
+    assert live is not None
+    plan = plan_with(fleet, [live])
+    assert [(c.action, c.id) for c in plan.changes] == [("update", "6f1c2a90-adopted")]
+    gated = gate(plan, [health(fleet, "m", "a", "no_answer")], require=True)
+    assert [w.reason for w in gated.withheld] == [f"{NEW} not answering (cannot connect: refused)"]
+    served = gate(plan, [health(fleet, "m", "a", "serves", ("org/m",))], require=True)
+    assert [c.id for c in served.changes] == ["6f1c2a90-adopted"]
+    assert "probe: serves org/m" in plan_text(served)

@@ -17,7 +17,8 @@ import yaml
 
 from sync.convergence import PRICING
 from sync.fleet import Fleet, fleet_from_doc
-from sync.importer import PARAM_DEFAULTS, RESERVED, Imported, import_fleet
+from sync.importer import RESERVED, Imported, import_fleet
+from sync.litellm_owned import PARAM_DEFAULTS
 from sync.normalise import same
 from sync.plan import make_plan
 from sync.render import Route, render

@@ -3,7 +3,8 @@ list, and the expected plan (pyinfra style: inputs, mocked live facts, expected 
 
 A case may also say `source:` (the source the command line resolved, passed in as data) and
 `take_over: true`; a live entry may say `holds: model/host` (it carries that desired route's
-id) and `unlisted: true` (stored by LiteLLM, not listed by its router)."""
+id), `as_id: ID` (a rendered route under LiteLLM's id: one the fleet adopted earlier) and
+`unlisted: true` (stored by LiteLLM, not listed by its router)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from sync.fleet import Fleet, fleet_from_doc
 from sync.litellm import parse_route
 from sync.plan import Change, Create, Delete, Plan, Update, make_plan
 from sync.redaction import plan_json
-from sync.render import Route, render, with_generation
+from sync.render import Route, render, with_generation, with_id
 from sync.report import IGNORED_SHOWN, plan_text
 from sync.safety import refusals
 from sync.yamlmarks import parse_yaml
@@ -80,7 +81,8 @@ def _desired(desired: dict[str, Route], name: str) -> Route:
 def live_entry(spec: dict[str, Any], desired: dict[str, Route]) -> dict[str, Any]:
     """A live entry: given as is; or one holding the id of a desired route (`holds`); or
     `rendered: model/host` from the fleet (or from `applied`, the fleet.yaml applied before;
-    under `generation` N of its id), then hand edits (`litellm_params`, `model_info`)."""
+    under `generation` N of its id, or under `as_id`), then hand edits (`litellm_params`,
+    `model_info`)."""
     spec = {k: v for k, v in spec.items() if k != "unlisted"}
     if "holds" in spec:
         entry = {k: v for k, v in spec.items() if k != "holds"}
@@ -89,7 +91,10 @@ def live_entry(spec: dict[str, Any], desired: dict[str, Route]) -> dict[str, Any
     if "rendered" not in spec:
         return spec
     route = _desired(desired, spec["rendered"])
-    entry = with_generation(route, spec.get("generation", 1)).deployment()
+    if "as_id" in spec:
+        entry = with_id(route, spec["as_id"]).deployment()
+    else:
+        entry = with_generation(route, spec.get("generation", 1)).deployment()
     if spec.get("enrich"):  # as LiteLLM lists it
         entry["litellm_params"] = as_listed(entry["litellm_params"])
         entry["model_info"].update(ENRICHMENT)
@@ -108,11 +113,16 @@ def describe(change: Change) -> list[str]:
         listed = [] if change.listed else [f"{head} not listed"]
         return [head, f"{head}: {change.reason}", *listed]
     head = f"{change.action} {change.model_name}/{change.host}"
+    left: list[str] = []
     if isinstance(change, Create) and change.replaces:
         head += " replacing"
+        left = [f"{head} {change.replaces}"]
+        left += [f"{head} carries {p}" for p in change.carries]
+        left += [f"{head} drops {p}" for p in change.drops]
+        left += [f"{head} may drop {p}" for p in change.may_drop]
     listed = [f"{head} not listed"] if isinstance(change, Update) and not change.listed else []
     return (
-        [head, *listed]
+        [head, f"{head} id {change.id}", *listed, *left]
         + [f"{head} {d.path}" for d in change.diff]
         + [f"{head} {d.path}: {d.before} -> {d.after}" for d in change.diff]
     )

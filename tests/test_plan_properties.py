@@ -15,13 +15,23 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from sync.compare import ABSENT
+from sync.fleet import normalise_address
+from sync.litellm_owned import NEVER_LISTED
 from sync.normalise import readable
 from sync.plan import Create, Delete, Plan
-from sync.render import Route, canonical_json, generation, with_generation
+from sync.render import (
+    TAG_HOST,
+    TAG_PREFIX,
+    Route,
+    canonical_json,
+    generation,
+    with_generation,
+    with_id,
+)
 from sync.safety import MIN_OWNED_FOR_PERCENT, refusals
 
 from .fleetgen import World, worlds
-from .memproxy import PARAM_DEFAULTS, apply, stored
+from .memproxy import PARAM_DEFAULTS, MemProxy, Row, apply, stored
 
 
 def owned_by_rule(route: Route, world: World) -> bool:
@@ -44,6 +54,32 @@ def owned_by_rule(route: Route, world: World) -> bool:
     return fleet.owns == "model_groups" and route.model_name in fleet.model_names
 
 
+def host_of(route: Route, world: World) -> Route | None:
+    """The desired host an owned route belongs to, by identity as README's Ownership states it,
+    written apart from sync/identity.py: a generation of the host's derived id; this fleet's tags
+    naming the host, in its model group; an untagged route of its model at its address
+    (owns: model_groups). None: the route serves no host fleet.yaml wants."""
+    desired = world.desired
+    by_family = next((d for d in desired if d.id == generation(route.id)[0]), None)
+    if by_family is not None:
+        return by_family
+    if route.fleet is not None:
+        return next(
+            (d for d in desired if (d.model_name, d.host) == (route.model_name, route.host)), None
+        )
+    if world.fleet.owns != "model_groups" or not route.api_base:
+        return None
+    at = normalise_address(route.api_base)
+    return next(
+        (
+            d
+            for d in desired
+            if d.model_name == route.model_name and normalise_address(d.api_base or "") == at
+        ),
+        None,
+    )
+
+
 def read(world: World) -> dict[str, Route]:
     """Every route the plan reads, by id: listed, and stored-but-not-listed of its groups."""
     listed = world.listed()
@@ -52,9 +88,13 @@ def read(world: World) -> dict[str, Route]:
 
 def conflicts_by_rule(world: World) -> set[str]:
     """Desired ids held by a route the fleet does not own, for hosts no route of the fleet
-    serves under another generation of the id."""
+    serves (by identity: another generation of the id, its tags, its address)."""
     live = read(world)
-    served = {generation(rid)[0] for rid, r in live.items() if owned_by_rule(r, world)}
+    served = {
+        host.id
+        for r in live.values()
+        if owned_by_rule(r, world) and (host := host_of(r, world)) is not None
+    }
     return {
         r.id
         for r in world.desired
@@ -88,13 +128,13 @@ def test_a_plan_touches_only_routes_the_fleet_owns(world: World) -> None:
     event(f"deletes: {len(plan.of('delete'))}")
 
 
-def blind_spots(world: World, held: str, rendered: Route) -> set[str]:
-    """Top-level keys of this route that a hand edit may have left different, as the README's
-    comparison model says: a key fleet.yaml never sets is not compared, and a hand edit under a
-    key compared through the digest (a reference, a masked value, api_key) is not seen."""
+def blind_spots(world: World, host: str, rendered: Route) -> set[str]:
+    """Top-level keys of this host's route that a hand edit may have left different, as the
+    README's comparison model says: a key fleet.yaml never sets is not compared, and a hand edit
+    under a key compared through the digest (a reference, a masked value, api_key) is not seen."""
     out = set()
     for rid, section, key in world.hand_edits:
-        if rid != generation(held)[0] or not section:
+        if rid != host or not section:
             continue
         values = rendered.litellm_params if section == "litellm_params" else rendered.model_info
         if key not in values or not readable((section, key), values[key]):
@@ -102,15 +142,50 @@ def blind_spots(world: World, held: str, rendered: Route) -> set[str]:
     return out
 
 
+def written_by_fleet_sync(row: Row, rid: str) -> set[tuple[str, ...]]:
+    """The top-level keys fleet-sync recorded writing on this stored row."""
+    record = Route(rid, row.model_name, row.litellm_params, row.model_info).written or {}
+    return {path[:2] for path in record}
+
+
+def may_keep(
+    rid: str, before: MemProxy, create: Create | None, rendered: Route
+) -> dict[str, dict[str, Any]]:
+    """Per section, what a host's route may hold beyond what fleet.yaml renders: what its row
+    held before and fleet-sync did not write (PATCH merges: a key it does not send stays), or
+    for a new route what the replacement carried over from the route it replaced."""
+    if create is not None:
+        carried = {path.split(".", 1)[1] for path in create.carries}
+        params = {k: v for k, v in create.route.litellm_params.items() if k in carried}
+        return {"litellm_params": stored(params), "model_info": {}}
+    row = before.rows.get(rid)
+    if row is None:
+        return {"litellm_params": {}, "model_info": {}}
+    written = written_by_fleet_sync(row, rid)
+    out: dict[str, dict[str, Any]] = {}
+    for section, values, wanted in (
+        ("litellm_params", row.litellm_params, rendered.litellm_params),
+        ("model_info", row.model_info, rendered.model_info),
+    ):
+        out[section] = {
+            k: v
+            for k, v in values.items()
+            if k not in wanted and (section, k) not in written and not k.startswith(TAG_PREFIX)
+        }
+    return out
+
+
 @given(worlds())
 def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World) -> None:
     """Applied as with --force (conflicts and refusals aside): the next plan has no change, the
-    same conflicts, nobody else's route moved, and each host whose id is free is served by one
-    route, stored as rendered under the generation of the id that serves it (nothing stale
-    kept: a removed key, an old api_key reference), hand edits aside where the comparison model
-    says it cannot see them."""
+    same conflicts, nobody else's route moved, and each host without a conflict is served by
+    one route, tagged with it, stored as rendered under the id that serves it (a generation of
+    its derived id, or LiteLLM's id for a route adopted in place), with nothing stale kept (a
+    removed key, an old api_key reference): only what it held that fleet.yaml never set (hand
+    edits the comparison model cannot see, keys a person or a portal added, carried keys)."""
     before = copy.deepcopy(world.proxy)
-    foreign = {rid for rid, r in read(world).items() if not owned_by_rule(r, world)}
+    every = [*before.listing(), *before.stored_unlisted(r.model_name for r in before.rows.values())]
+    foreign = {r.id for r in every if not owned_by_rule(r, world)}
     foreign |= {rid for rid, row in before.rows.items() if not row.db_model}
     plan = world.plan()
     apply(world.proxy, plan)
@@ -121,18 +196,24 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
     assert again.conflicts == plan.conflicts
     for rid in foreign:
         assert world.proxy.rows[rid] == before.rows[rid], f"{rid} moved\n{explain(world, plan)}"
-    serving: dict[str, list[str]] = {}
+    serving: dict[tuple[str, Any], list[str]] = {}
     for rid in world.proxy.rows.keys() - foreign:
-        serving.setdefault(generation(rid)[0], []).append(rid)
+        row = world.proxy.rows[rid]
+        serving.setdefault((row.model_name, row.model_info.get(TAG_HOST)), []).append(rid)
+    conflicts = {c.id for c in plan.conflicts}
+    creates = {c.id: c for c in plan.changes if isinstance(c, Create)}
     for route in world.desired:
-        if route.id in foreign:
+        if route.id in conflicts:
             continue
-        held = serving.get(route.id, [])
+        held = serving.pop((route.model_name, route.host), [])
         assert len(held) == 1, f"{route.id} served by {held}\n{explain(world, plan)}"
-        row = world.proxy.rows[held[0]]
-        rendered = with_generation(route, generation(held[0])[1])
+        rid = held[0]
+        row = world.proxy.rows[rid]
+        base, n = generation(rid)
+        rendered = with_generation(route, n) if base == route.id else with_id(route, rid)
         assert row.listed and row.model_name == route.model_name, explain(world, plan)
-        unseen = blind_spots(world, held[0], rendered)
+        unseen = blind_spots(world, route.id, rendered)
+        kept = may_keep(rid, before, creates.get(rid), rendered)
         for section, want, have in (
             (
                 "litellm_params",
@@ -142,13 +223,44 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
             ("model_info", stored(rendered.model_info), row.model_info),
         ):
             for key in (want.keys() | have.keys()) - unseen:
-                assert have.get(key, ABSENT) == want.get(key, ABSENT), (
-                    f"{held[0]} stores {section}.{key}={have.get(key, ABSENT)!r}, fleet.yaml "
-                    f"says {want.get(key, ABSENT)!r}\n{explain(world, plan)}"
+                wanted = want.get(key, kept[section].get(key, ABSENT))
+                assert have.get(key, ABSENT) == wanted, (
+                    f"{rid} stores {section}.{key}={have.get(key, ABSENT)!r}, fleet.yaml "
+                    f"says {wanted!r}\n{explain(world, plan)}"
                 )
+    assert not serving, f"owned routes serving no host: {serving}\n{explain(world, plan)}"
     event("converged from changes" if plan.changes else "already in sync")
     for note in world.notes:  # which live states the generator made (--hypothesis-show-statistics)
         event("live: " + note.split(": ", 1)[1].split(" (")[0].split(" in ")[0])
+
+
+@given(worlds())
+def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: World) -> None:
+    """Applying a plan never takes a key LiteLLM never lists (api_key, ...) from a route that
+    still serves a desired host, unless fleet.yaml changes it: adoption is in place, and PATCH
+    keeps what it is not sent. A replacement cannot carry such a key: the safety property below
+    checks that replacing a route fleet-sync did not create is refused."""
+    before = copy.deepcopy(world.proxy)
+    plan = world.plan()
+    apply(world.proxy, plan)
+    desired = {(r.model_name, r.host): r for r in world.desired}
+    for rid, row in world.proxy.rows.items():
+        old = before.rows.get(rid)
+        host = desired.get((row.model_name, row.model_info.get(TAG_HOST)))
+        if old is None or host is None:
+            continue
+        written = written_by_fleet_sync(old, rid)
+        for key in NEVER_LISTED & old.litellm_params.keys():
+            if key in host.litellm_params:
+                wanted = stored(host.litellm_params)[key]  # fleet.yaml sets it
+            elif ("litellm_params", key) in written:
+                continue  # fleet-sync wrote it and fleet.yaml dropped it: removed on purpose
+            else:
+                wanted = old.litellm_params[key]
+            assert row.litellm_params.get(key, ABSENT) == wanted, (
+                f"{rid} lost {key}\n{explain(world, plan)}"
+            )
+            event("kept a never-listed key")
 
 
 @given(worlds(), st.randoms(use_true_random=False))
@@ -180,11 +292,15 @@ def test_the_json_plan_round_trips_with_its_hash(world: World) -> None:
 def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     """Refused exactly when a rule says so: nothing renders and the plan prunes; it prunes more
     than max_prune_percent of >= 10 owned routes; it prunes a serving route of a declared model
-    that then serves nothing; or a desired id is held by a route the fleet does not own."""
+    that then serves nothing; a desired id is held by a route the fleet does not own; or it
+    replaces a route fleet-sync did not create (it may hold keys LiteLLM never lists)."""
     live = read(world)
     plan = world.plan()
     owned = [r for r in live.values() if owned_by_rule(r, world)]
-    prunes = [c for c in plan.changes if isinstance(c, Delete) and c.prune]
+    # A route is lost when no host fleet.yaml wants is its (its host keeps a route otherwise).
+    prunes = [
+        c for c in plan.changes if isinstance(c, Delete) and host_of(live[c.id], world) is None
+    ]
     after = copy.deepcopy(world.proxy)
     apply(after, plan)
     serving = {r.model_name for r in after.listing()}
@@ -201,6 +317,11 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
         if any(c.model_name == model and c.id in listed for c in prunes):
             expected.append(f"model {model} would be left with no routes")
     expected += [f"id {rid} is held" for rid in sorted(conflicts_by_rule(world))]
+    for create in plan.changes:  # a replacement of a route fleet-sync did not create
+        if isinstance(create, Create) and create.replaces:
+            host = host_of(live[create.replaces], world)
+            if host is not None and generation(create.replaces)[0] != host.id:
+                expected.append(f"replacing route {create.replaces} ")
     got = refusals(plan, world.fleet.max_prune_percent)
     unmatched = list(got)
     for wanted in expected:
@@ -209,5 +330,10 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
         assert "--force" in reason
         unmatched.remove(reason)
     assert not unmatched, f"refused for no rule: {unmatched}\n{explain(world, plan)}"
-    rules = sorted({e.split(" would")[0].split(" is held")[0].split(" f1-")[0] for e in expected})
+    rules = sorted(
+        {
+            e.split(" would")[0].split(" is held")[0].split(" f1-")[0].split(" adopted-")[0]
+            for e in expected
+        }
+    )
     event(f"refusals: {', '.join(rules) or 'none'}")

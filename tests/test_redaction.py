@@ -214,11 +214,15 @@ def test_session_scrubs_stdout_and_stderr_then_restores_them(
     assert captured.err == f"other {MASK}\n"
 
 
-def test_a_replaced_route_is_judged_against_its_replacement() -> None:
-    """An untagged route replaced by a tagged copy shows what the copy sets literally (review
-    sees the parameters are the same) and hides what the copy takes from a reference."""
+def test_a_duplicate_is_judged_against_the_route_its_host_keeps() -> None:
+    """An untagged route deleted as a duplicate of a host's own route shows what that route
+    sets literally (review sees the parameters are the same) and hides what it takes from a
+    reference."""
     fleet = fleet_from_doc(parse_yaml(FLEET, "fleet.yaml"), "fleet.yaml")
     (desired,) = render(fleet)
+    own = desired.deployment()
+    del own["litellm_params"]["api_key"]  # LiteLLM never lists it
+    own["litellm_params"]["organization"] = MASTER  # the reference, resolved
     untagged = {
         "model_name": "m",
         "litellm_params": {
@@ -230,11 +234,11 @@ def test_a_replaced_route_is_judged_against_its_replacement() -> None:
         },
         "model_info": {"id": "portal-1"},
     }
-    route = parse_route(untagged)
-    assert route is not None
-    plan = make_plan(fleet, [desired], [route])
-    delete = plan_json(plan)["changes"][1]
-    assert delete["replaced_by"] == desired.id
+    route, kept = parse_route(untagged), parse_route(own)
+    assert route is not None and kept is not None
+    plan = make_plan(fleet, [desired], [kept, route])
+    (delete,) = plan_json(plan)["changes"]  # the host's own route is unchanged
+    assert delete["replaced_by"] == desired.id and delete["reason"] == "duplicate of host a"
     # Shown on the copy's paths only: LiteLLM's own keys cannot be told from region (set by
     # hand), and a route fleet-sync did not write has no record of what was written.
     assert delete["before"]["litellm_params"] == {

@@ -227,6 +227,9 @@ def test_common_steps(which: str, name: str) -> None:
     checkout, step = job["steps"]
     assert checkout["uses"].startswith("actions/checkout@")
     assert checkout["with"]["persist-credentials"] is False
+    # Plans read fleet.yaml's history: every model group it ever declared (rows of ours that
+    # LiteLLM stored but does not list are found only by a search of their group).
+    assert checkout["with"]["fetch-depth"] == 0
     assert step == action_step(job, which)
     assert step["with"]["command"] == name.removesuffix(".yml")
     if which == "project":

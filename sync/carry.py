@@ -1,0 +1,128 @@
+"""What a replacement cannot take over from the route it replaces, and what it carries anyway.
+
+A replacement (a create under a new id, then the delete of the old route) starts from what
+fleet.yaml renders. The old route may hold more: keys added by hand, and keys LiteLLM never
+lists. Apart from the keys fleet-sync wrote and fleet.yaml dropped (the reason for the
+replacement), each top-level key the old route lists is either carried to the new route (its
+value cannot be a secret LiteLLM resolved: a number, a boolean, a reference, a routing-shaped
+string — the rules `import` writes by) or shown as dropped, never with its value. What LiteLLM
+never lists (api_key, ...) a route fleet-sync did not create may hold unseen: the safety rails
+refuse to replace such a route.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .convergence import LITELLM_OWNS, PRICING
+from .credentials import is_reference, looks_like_credential
+from .litellm_owned import (
+    COST_MAP_FIELD,
+    INFO_BOOKKEEPING,
+    LITELLM_INFO,
+    NESTED_SHAPES,
+    NEVER_LISTED,
+    PARAM_DEFAULTS,
+    ROUTING_SHAPES,
+    model_known,
+)
+from .normalise import same
+from .render import TAG_PREFIX, Route
+
+
+@dataclass(frozen=True)
+class Leftovers:
+    """What the route being replaced holds that fleet.yaml does not set."""
+
+    carries: Mapping[str, Any] = field(default_factory=dict)  # litellm_params key -> live value
+    drops: tuple[str, ...] = ()  # paths it lists that the new route will not have
+    unseen: tuple[str, ...] = ()  # paths LiteLLM never lists that it may hold
+
+
+def carriable(key: str, value: Any) -> bool:
+    """Whether a live top-level litellm_params value may be written as it is listed: it cannot
+    be a secret LiteLLM resolved from an os.environ/ reference (the rules of
+    sync/import_rules.py param_verdict "keep")."""
+    if isinstance(value, bool | int | float) or is_reference(value):
+        return True
+    if isinstance(value, str):
+        shape = ROUTING_SHAPES.get(key)
+        return shape is not None and shape.fullmatch(value) is not None
+    shape = NESTED_SHAPES.get(key)
+    return all(
+        shape is not None and shape.fullmatch(leaf) is not None and not looks_like_credential(leaf)
+        for leaf in _strings(value)
+    )
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a nested value that is not a reference."""
+    if isinstance(value, str):
+        return [] if is_reference(value) else [value]
+    if isinstance(value, Mapping):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def leftovers(live: Route, desired: Route, created: bool) -> Leftovers:
+    """What `live` holds beyond `desired` (the route about to replace it). `created`: fleet-sync
+    created `live` (its id derives from the host's), so it holds what LiteLLM never lists only
+    as fleet-sync wrote it."""
+    written = {path[:2] for path in live.written or {}}
+    carries: dict[str, Any] = {}
+    drops: list[str] = []
+    for key, value in sorted(live.litellm_params.items()):
+        if (
+            value is None
+            or key in desired.litellm_params
+            or key in NEVER_LISTED
+            or ("litellm_params", key) in written
+            or (key in PARAM_DEFAULTS and same(PARAM_DEFAULTS[key], value))
+        ):
+            continue
+        if carriable(key, value):
+            carries[key] = value
+        else:
+            drops.append(f"litellm_params.{key}")
+    known = model_known(live.model_info, live.litellm_params)
+    for key, value in sorted(live.model_info.items()):
+        if value is None or key in desired.model_info or ("model_info", key) in written:
+            continue
+        if _litellms(key, known) or key in live.litellm_params:  # LiteLLM mirrors params
+            continue
+        drops.append(f"model_info.{key}")
+    unseen = (
+        ()
+        if created
+        else tuple(
+            f"litellm_params.{key}" for key in sorted(NEVER_LISTED - desired.litellm_params.keys())
+        )
+    )
+    return Leftovers(carries, tuple(drops), unseen)
+
+
+def _litellms(key: str, known: bool) -> bool:
+    """A model_info key LiteLLM fills in itself (or fleet-sync's own tag)."""
+    return (
+        key.startswith(TAG_PREFIX)
+        or key in INFO_BOOKKEEPING
+        or key in LITELLM_INFO
+        or key in LITELLM_OWNS
+        or PRICING.search(key) is not None
+        or (known and COST_MAP_FIELD.match(key) is not None)
+    )
+
+
+def carrying(route: Route, carries: Mapping[str, Any]) -> Route:
+    """The route with the carried keys added to what it writes, after its digest and record of
+    paths were made: they stay what fleet.yaml renders, so the next plan compares only that."""
+    if not carries:
+        return route
+    params = {**route.litellm_params, **carries}
+    return Route(
+        route.id, route.model_name, {k: params[k] for k in sorted(params)}, route.model_info
+    )

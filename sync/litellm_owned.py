@@ -1,0 +1,79 @@
+"""What LiteLLM puts on a listed route of its own accord, and what it never lists: the tables the
+plan (what a replacement carries or drops) and `import` (what a route means) share.
+
+Read from LiteLLM's source (1.98.1, 1.108.7, 1.110.2 alike) and checked on the real proxy:
+`/v2/model/info` adds its boolean defaults to litellm_params, its bookkeeping and, for a model
+its cost map knows, the cost map's fields to model_info; and it pops the credentials in
+NEVER_LISTED before it masks the rest (proxy/common_utils/openai_endpoint_utils.py,
+remove_sensitive_info_from_deployment). Pure: no import of fleet-sync.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+# litellm_params LiteLLM lists on every route with these values, whatever was written.
+PARAM_DEFAULTS: Mapping[str, Any] = {
+    "allow_client_keepalive_override": False,
+    "merge_reasoning_content_in_choices": False,
+    "use_in_pass_through": False,
+    "use_litellm_proxy": False,
+    "use_xai_oauth": False,
+}
+# model_info LiteLLM keeps about the route itself (access, pause, pricing it computes).
+INFO_BOOKKEEPING = frozenset(
+    {"access_via_team_ids", "blocked", "db_model", "direct_access", "key", "litellm_provider"}
+    | {"member_auto_router", "pricing_overrides", "supported_openai_params"}
+)
+# model_info LiteLLM maintains itself, whatever the route.
+LITELLM_INFO = frozenset({"id", "key", "litellm_provider", "supported_openai_params"})
+# Fields LiteLLM fills in from its cost map (context window, prices, capabilities) when it knows
+# the model; for a model it knows they are its values, not the route's.
+COST_MAP_FIELD = re.compile(
+    r"^(mode|max_(input_|output_)?tokens|.*cost.*|.*_per_.*|supports_.*|tpm|rpm|"
+    r"output_vector_size|tiered_pricing|source|deprecation_date|metadata)$"
+)
+# litellm_params LiteLLM never lists (popped before the masker runs): a route may hold them
+# unseen, and nothing read from the proxy can carry them to another route.
+NEVER_LISTED = frozenset(
+    {"api_key", "client_secret", "vertex_credentials", "vertex_ai_credentials"}
+    | {"aws_access_key_id", "aws_secret_access_key"}
+)
+
+_NUMBER = r"\d{1,9}(\.\d{1,9})?"
+_AWS_REGION = r"[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d"
+# Top-level litellm_params whose string values are routing data by meaning, with their shape:
+# a value LiteLLM resolved from an os.environ/ reference (a key, a URL) does not have it.
+ROUTING_SHAPES: dict[str, re.Pattern[str]] = {
+    "api_version": re.compile(
+        r"\d{4}-\d{2}-\d{2}(-preview)?|v\d{1,2}(\.\d{1,3}){0,2}|\d{1,2}\.\d{1,3}(\.\d{1,3})?"
+    ),
+    "region_name": re.compile(_AWS_REGION),
+    "aws_region_name": re.compile(_AWS_REGION),
+    "vertex_location": re.compile(r"global|us|eu|[a-z]+-[a-z]+\d{1,2}"),
+    **{
+        key: re.compile(_NUMBER)
+        for key in (
+            "timeout",
+            "stream_timeout",
+            "rpm",
+            "tpm",
+            "max_retries",
+            "weight",
+            "order",
+            "max_parallel_requests",
+        )
+    },
+}
+# Nested strings that are routing data by meaning (tag-based routing), with their shape.
+NESTED_SHAPES: dict[str, re.Pattern[str]] = {
+    "tags": re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:/-]{0,39}"),
+}
+
+
+def model_known(model_info: Mapping[str, Any], litellm_params: Mapping[str, Any]) -> bool:
+    """Whether LiteLLM's cost map knows the route's model: it then lists its `key` for the
+    lookup, different from the route's own model, and fills model_info from the map."""
+    return model_info.get("key") not in (None, litellm_params.get("model"))
