@@ -204,10 +204,11 @@ def import_command(
 ) -> None:
     """Write the fleet.yaml a live proxy's database routes mean (owns: model_groups).
 
-    Then `fleet-sync plan` shows each untagged route replaced by a tagged copy, nothing else.
+    Then `fleet-sync plan` adopts each route in place: it adds fleet-sync's tags by PATCH,
+    keeping the route's id, api_key and every value the file leaves out.
     """
     from .fleet import fleet_from_doc
-    from .importer import import_fleet, placeholder_warning
+    from .importer import ADOPTION, API_KEY_NOTE, import_fleet, kept_warning
     from .report import problems_text
     from .yamlmarks import parse_yaml
 
@@ -230,19 +231,12 @@ def import_command(
         click.echo(imported.text, nl=False)
     else:
         scrub.write_text(output, imported.text)  # a file bound for git: the final scrub
-    for placeholder in imported.placeholders:
-        click.echo(f"warning: {placeholder_warning(placeholder)}", err=True)
-    for note in imported.notes:
-        click.echo(f"warning: {note}", err=True)
-    click.echo(
-        "warning: LiteLLM never returns api_key: if these hosts need one, add "
-        "api_key: os.environ/NAME to fleet.yaml before apply",
-        err=True,
-    )
+    for model, kept in imported.kept.items():
+        click.echo(f"kept: {kept_warning(model, kept)}", err=True)
+    click.echo(f"note: {API_KEY_NOTE}", err=True)
     click.echo(
         f"imported {imported.routes} route(s) in {imported.models} model group(s)"
         + (f" into {output}" if output else "")
-        + "; `fleet-sync plan` replaces each untagged route with a tagged copy (created "
-        "first, then the old one deleted): that is how routes get their fleet tags",
+        + f"; {ADOPTION}",
         err=True,
     )

@@ -1,108 +1,137 @@
-"""Which live values `fleet-sync import` may write into fleet.yaml: decided by where a value can
-have come from, not by what its key is called.
+"""Which live values `fleet-sync import` writes into fleet.yaml, and which it leaves on the
+routes: decided by where a value can have come from, not by what its key is called.
 
 LiteLLM resolves an ``os.environ/NAME`` reference stored on ANY top-level key of litellm_params
 and lists the resolved value (proxy_server._resolve_db_litellm_param and router.py in 1.98.1,
 1.108.7 and 1.110.2; on the real proxy ``organization: os.environ/DATABASE_URL`` lists the
-database URL, password included). Nothing on the read side tells a resolved value from a written
-one, so a live string there may be a secret whatever its key says. Import therefore writes
-literally only what cannot be a resolved secret, or is not one by its meaning:
+database URL, password included), and masks values under keys that sound secret. Nothing on
+the read side tells a resolved value from a written one, so a live string there may be a secret
+whatever its key says. Import therefore writes literally only what cannot be a resolved secret,
+or is not one by its meaning:
 
 - numbers, booleans and references (a reference is a name; LiteLLM lists it only where it does
-  not resolve, i.e. below the top level);
-- ``model`` and ``api_base``, whose meaning is a model and an address (an address loses its
-  user:password@, with a warning);
+  not resolve it);
+- ``model`` and ``api_base``, whose meaning is a model and an address (the caller's);
 - a short allow-list of routing parameters, and only when the value has the narrow shape their
   meaning gives (``api_version: 2024-02-01``, ``region_name: us-east-1``, ``timeout: "600"``):
-  a resolved key or URL does not have it.
+  a resolved key or URL does not have it;
+- model_info, which LiteLLM never resolves: its strings are what was written.
 
-Every other top-level string becomes a placeholder ``os.environ/FLEET_SYNC_IMPORT_...`` the user
-sets in the proxy. A string nested deeper (a header value) cannot be one: LiteLLM resolves no
-reference there and would send the placeholder's text, so its model group is left out, with the
-path, for a person to write. model_info is never resolved: its strings are what was written.
-Last, every string about to be written is checked for the look of a credential (a known token
-prefix, user:password@, a Bearer header, password= in a query); a group with one is left out.
+Every other value is left out of fleet.yaml, a whole top-level key at a time (LiteLLM's PATCH
+replaces a top-level value whole, so writing part of one would drop the rest): the route keeps
+it as it is, since adopting a route PATCHes only what fleet.yaml sets, and fleet.yaml does not
+manage it. Last, a value is written only if `validate` accepts it alone (credential shapes,
+nulls, keys LiteLLM owns): import never writes a file validate refuses for a value.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 from .credentials import is_reference, looks_like_credential, written_out
+from .fleet import semantic_problems
 from .litellm_owned import NESTED_SHAPES, ROUTING_SHAPES
+from .normalise import masked_key
+from .yamlmarks import Marks
 
-Verdict = Literal["keep", "placeholder"]
+# A key quoted in a message or a comment of the file: plain characters only (a newline in a
+# comment would end it and start YAML of the key's choosing).
+_SHOWN_KEY = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+_MASK = re.compile(r"\*{3,}")
+
+# Why a value stays on the route instead of in fleet.yaml (never the value itself).
+RESOLVED = "a string LiteLLM may have resolved from an os.environ/ secret"
+MASKED = "masked by LiteLLM"
+NESTED = "holds a string below the top level that import cannot tell from a secret"
+CREDENTIAL = "looks like a credential"
+NOT_FINITE = "infinity or NaN, which fleet.yaml cannot hold"
+REFUSED = "validate refuses it as listed"
 
 
 @dataclass(frozen=True)
-class Refused:
-    """Why a value cannot be written, naming its path and never its value."""
+class Leave:
+    """Why one live value is left on the route rather than written (one of the texts above)."""
 
-    reason: str
+    why: str
 
 
-def param_verdict(key: str, value: Any) -> Verdict | Refused:
-    """What import does with one top-level litellm_params value (model, api_base and api_key
-    are handled by the caller)."""
-    if value is None or isinstance(value, bool | int | float) or is_reference(value):
-        return "keep"
-    if isinstance(value, str):
+Verdict = Leave | None  # None: write it as listed
+
+
+def param_verdict(key: str, value: Any) -> Verdict:
+    """Whether import writes one top-level litellm_params value (model, api_base and api_key
+    are the caller's)."""
+    if isinstance(value, str) and not is_reference(value):
+        if masked_key(key) or _MASK.search(value):
+            return Leave(MASKED)
         shape = ROUTING_SHAPES.get(key)
-        if shape is not None and shape.fullmatch(value):
-            return "keep"
-        return "placeholder"
+        if shape is None or not shape.fullmatch(value):
+            return Leave(RESOLVED)
     shape = NESTED_SHAPES.get(key)
-    for path, leaf in _strings(value, f"litellm_params.{key}"):
-        if shape is not None and shape.fullmatch(leaf) and not looks_like_credential(leaf):
-            continue
-        return Refused(
-            f"{path} holds a string fleet-sync cannot tell from a secret LiteLLM resolved, and "
-            "LiteLLM reads no os.environ/ reference there, so it cannot be a placeholder: "
-            "write this group by hand"
-        )
-    return "keep"
+    if not isinstance(value, str):
+        for leaf in _strings(value, keys=False):
+            if shape is None or not shape.fullmatch(leaf):
+                return Leave(MASKED if _MASK.search(leaf) else NESTED)
+    return _common("litellm_params", key, value)
 
 
-def info_refusal(info: dict[str, Any]) -> Refused | None:
-    """model_info is never resolved by LiteLLM: its values are what was written, unless one is
-    a written-out credential."""
-    for key, value in info.items():
-        if written_out(str(key), value):
-            return Refused(f"model_info.{key} holds a credential (fleet.yaml refuses one)")
-    for path, leaf in _strings(info, "model_info"):
-        if looks_like_credential(leaf):
-            return Refused(f"{path} looks like a credential")
+def info_verdict(key: str, value: Any) -> Verdict:
+    """Whether import writes one model_info value: LiteLLM resolves and masks nothing there, so
+    it is what was written, unless it is a credential."""
+    return _common("model_info", key, value)
+
+
+def _common(section: str, key: str, value: Any) -> Verdict:
+    strings = (key, *_strings(value, keys=True))
+    if written_out(key, value) or any(looks_like_credential(s) for s in strings):
+        return Leave(CREDENTIAL)
+    if any(not math.isfinite(n) for n in _floats(value)):
+        return Leave(NOT_FINITE)
+    if refused_by_validate(section, key, value):
+        return Leave(REFUSED)
     return None
 
 
-def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
-    """(path, string) of every string that is not a reference, keys of mappings included."""
+def refused_by_validate(section: str, key: str, value: Any) -> bool:
+    """Whether `validate` refuses this one key of a litellm_params or model_info mapping."""
+    doc = {"models": {"m": {section: {key: value}}}}
+    return next(iter(semantic_problems(doc, Marks(), "import")), None) is not None
+
+
+def _strings(value: Any, keys: bool) -> Iterator[str]:
+    """Every string under `value` that is not a reference (with the keys of mappings)."""
     if isinstance(value, str):
         if not is_reference(value):
-            yield path, value
+            yield value
     elif isinstance(value, dict):
         for key, item in value.items():
-            here = f"{path}.{key}"
-            if isinstance(key, str) and looks_like_credential(key):
-                yield path, key
-            yield from _strings(item, here)
+            if keys:
+                yield str(key)
+            yield from _strings(item, keys)
     elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _strings(item, f"{path}[{index}]")
+        for item in value:
+            yield from _strings(item, keys)
 
 
-def credential_path(value: Any, path: str) -> str | None:
-    """The path of the first string under `value` that looks like a credential, or None."""
-    return next((p for p, s in _strings(value, path) if looks_like_credential(s)), None)
+def _floats(value: Any) -> Iterator[float]:
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _floats(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _floats(item)
 
 
-def without_userinfo(address: str) -> str:
-    """http://user:pass@host:1/v1 → http://host:1/v1 (the part before @ dropped, not masked)."""
-    parts = urlsplit(address)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+def shown_key(key: str) -> str:
+    """A key as a message or a comment may quote it."""
+    plain = _SHOWN_KEY.fullmatch(key) is not None and not looks_like_credential(key)
+    return key if plain else "(a key not shown: unusual characters)"
 
 
 def shows_address(address: str) -> bool:

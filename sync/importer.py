@@ -3,59 +3,67 @@
 Routes are grouped by model_name; what every host of a model shares (provider, litellm_params,
 model_info) is written once on the model, and what every model shares once in `defaults`. Host
 names come from addresses (`10.0.0.1-8000`), so they are readable and the same on every import.
-Which live values may be written at all is decided by provenance (sync/import_rules.py): a
-string LiteLLM may have resolved from os.environ/ becomes an os.environ/FLEET_SYNC_IMPORT_...
-placeholder, never its value; api_key LiteLLM never returns at all, so the file says so. What
-fleet.yaml cannot express, or import cannot write safely, is left out, whole model groups at a
-time, and said: with `owns: model_groups` a group in the file is claimed, and a route missing
-from it would be pruned.
+
+`plan` adopts an imported route in place: it PATCHes fleet-sync's tags onto it and sets only
+what fleet.yaml sets, so whatever the file leaves out stays on the route as it is. Import uses
+that: a value it cannot write safely (a string LiteLLM may have resolved from a secret, a masked
+one, api_key, which LiteLLM never lists; sync/import_rules.py decides) is left out of the file
+and named in a comment above its model, never quoted. Only what fleet.yaml cannot express at all
+leaves a whole model group out (and says why): with `owns: model_groups` a group in the file is
+claimed, and a route missing from it would be pruned.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from ruamel.yaml import YAML
-
-from .credentials import has_userinfo, looks_like_credential, looks_secret
+from .convergence import LITELLM_OWNS, PRICING
+from .credentials import has_userinfo, looks_like_credential
 from .fleet import DEFAULT_PROVIDER, address_problem, normalise_address
-from .import_rules import (
-    Refused,
-    credential_path,
-    info_refusal,
-    param_verdict,
-    shows_address,
-    without_userinfo,
+from .import_rules import info_verdict, param_verdict, shown_key, shows_address
+from .import_yaml import COMMENT_WIDTH, fleet_text, wrap
+from .litellm_owned import (
+    COST_MAP_FIELD,
+    INFO_BOOKKEEPING,
+    LITELLM_INFO,
+    PARAM_DEFAULTS,
+    model_known,
 )
-from .litellm_owned import COST_MAP_FIELD, INFO_BOOKKEEPING, LITELLM_INFO, PARAM_DEFAULTS
 from .render import Route, canonical_json
 
-SCHEMA_LINE = "# yaml-language-server: $schema=schema/fleet.schema.json"
 RESERVED = {"model", "api_base", "api_key"}
-PLACEHOLDER_PREFIX = "FLEET_SYNC_IMPORT"
 # fleet-sync's own tags (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may
 # not set. What LiteLLM adds to every route (an imported route was not written by fleet-sync, so
 # it has no record of what was written, and the plan compares only that) is in litellm_owned.
 TAG_PREFIX = "fleet_sync_"
+# Prices fleet.yaml takes in litellm_params only: LiteLLM copies them into the listed model_info.
+PRICE_IN_INFO = "pricing in model_info, which fleet.yaml takes in litellm_params only"
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_ENV_UNSAFE = re.compile(r"[^A-Z0-9]+")
+_HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
+_MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
+API_KEY_NOTE = (
+    "api_key stays on each route as it is (LiteLLM never lists it); to manage it, add "
+    "api_key: os.environ/NAME"
+)
+ADOPTION = (
+    "`fleet-sync plan` adopts each route in place: it adds fleet-sync's tags by PATCH, keeping "
+    "the route's id, api_key and everything fleet.yaml does not set"
+)
 
 
 @dataclass(frozen=True)
-class Placeholder:
-    """An os.environ/ name import wrote instead of a live value; the user sets it in the proxy."""
+class Kept:
+    """A live value import left out of fleet.yaml: its routes keep it, fleet.yaml does not
+    manage it."""
 
-    name: str
-    model: str
-    hosts: tuple[str, ...]  # the hosts whose litellm_params.<key> it stands for
-    key: str
-    hidden: bool  # LiteLLM masked the value (a credential) rather than listing it
+    path: str  # litellm_params.organization (the key as shown_key shows it)
+    hosts: tuple[str, ...]  # the hosts whose routes hold it; () for every host of the model
+    why: str  # one of import_rules' reasons, never the value
 
 
 @dataclass(frozen=True)
@@ -64,8 +72,7 @@ class Imported:
     routes: int  # routes the file describes
     models: int
     left_out: tuple[str, ...]  # one line per route or group not imported, with why
-    placeholders: tuple[Placeholder, ...]  # names the user must set in the proxy
-    notes: tuple[str, ...]  # values changed on the way in (an address without its user:pass@)
+    kept: Mapping[str, tuple[Kept, ...]]  # model → what stays on its routes unmanaged
 
 
 @dataclass
@@ -76,10 +83,7 @@ class _Host:
     served_model: str
     params: dict[str, Any]
     info: dict[str, Any]
-    # litellm_params keys to write as placeholders → a digest of the live value (equal digests
-    # on every host of a model share one name), None where the value cannot be compared.
-    pending: dict[str, str | None]
-    stripped: bool  # api_base came with user:password@
+    kept: dict[str, str]  # path → why
 
 
 def host_name(api_base: str) -> str:
@@ -103,26 +107,6 @@ def _unique(hosts: list[_Host]) -> None:
             host.name = f"{host.name[:56]}-{digest}"
 
 
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()
-
-
-class _Names:
-    """Placeholder names, unique over one import: two (model, host, key) that read alike get a
-    hash of what they stand for."""
-
-    def __init__(self) -> None:
-        self._owner: dict[str, tuple[str, ...]] = {}
-
-    def claim(self, *parts: str) -> str:
-        base = _ENV_UNSAFE.sub("_", "_".join((PLACEHOLDER_PREFIX, *parts)).upper()).strip("_")
-        name = base
-        if self._owner.get(name, parts) != parts:
-            name = f"{base}_{_digest(chr(0).join(parts))[:6].upper()}"
-        self._owner[name] = parts
-        return name
-
-
 def _provider_and_model(route: Route) -> tuple[str, str] | None:
     model = route.litellm_params.get("model")
     if not isinstance(model, str) or not model:
@@ -133,74 +117,104 @@ def _provider_and_model(route: Route) -> tuple[str, str] | None:
     return None
 
 
-def _host(route: Route, fleet: str) -> _Host | str:
-    """One route as a host, or why it cannot be one (never quoting a value that may be secret:
-    a resolved reference can stand on any key, model and api_base included)."""
+@dataclass(frozen=True)
+class _No:
+    """Why a route or a model group cannot be written (never quoting a value that may be
+    secret: a resolved reference can stand on any key, model and api_base included)."""
+
+    reason: str
+
+
+def _address(route: Route) -> str | _No:
+    """The route's api_base, or why fleet.yaml cannot take it."""
+    api_base = route.api_base
+    if api_base is None:
+        return _No("no api_base (fleet.yaml gives every host an address)")
+    if has_userinfo(api_base):
+        return _No(
+            "api_base carries user:password@, which fleet.yaml refuses and adopting the route "
+            "would drop: move the credential into the route's api_key by hand, then import"
+        )
+    if problem := address_problem(api_base):
+        shown = f"api_base {problem}" if shows_address(api_base) else "api_base is not an address"
+        return _No(shown)
+    if looks_like_credential(api_base):
+        return _No("api_base looks like a credential (not shown)")
+    return api_base
+
+
+def _host(route: Route, fleet: str) -> _Host | _No:
+    """One route as a host: what import writes, and what it leaves on the route and why."""
     split = _provider_and_model(route)
     if split is None:
         model = route.litellm_params.get("model")
         shown = "" if isinstance(model, str) and looks_like_credential(model) else f" {model!r}"
-        return f"model{shown} has no provider prefix (provider/model)"
-    api_base = route.api_base
-    if api_base is None:
-        return "no api_base (fleet.yaml gives every host an address)"
-    stripped = has_userinfo(api_base)
-    if stripped:
-        api_base = without_userinfo(api_base)
-    if problem := address_problem(api_base):
-        return f"api_base {problem}" if shows_address(api_base) else "api_base is not an address"
-    tagged = route.fleet == fleet and route.host
-    name = route.host if tagged and route.host else host_name(api_base)
-    params: dict[str, Any] = {}
-    pending: dict[str, str | None] = {}
+        return _No(f"model{shown} has no provider prefix (provider/model)")
+    api_base = _address(route)
+    if isinstance(api_base, _No):
+        return api_base
+    ours = route.fleet == fleet
+    tagged = route.host if ours and route.host and _HOST_NAME.fullmatch(route.host) else None
+    host = _Host(tagged or host_name(api_base), api_base, split[0], split[1], {}, {}, {})
     for key in sorted(route.litellm_params):
         value = route.litellm_params[key]
+        if key in RESERVED or value is None:
+            continue
+        if key in PARAM_DEFAULTS and PARAM_DEFAULTS[key] == value:
+            continue  # LiteLLM's default, on every route
+        if (leave := param_verdict(key, value)) is None:
+            host.params[key] = value
+        else:
+            host.kept[f"litellm_params.{shown_key(key)}"] = leave.why
+    info, priced = _route_info(route)
+    for key, value in info.items():
+        if (leave := info_verdict(key, value)) is None:
+            host.info[key] = value
+        else:
+            host.kept[f"model_info.{shown_key(key)}"] = leave.why
+    for key in priced:
+        host.kept[f"model_info.{shown_key(key)}"] = PRICE_IN_INFO
+    lost = _lost(route, host) if ours else None
+    return host if lost is None else _No(lost)
+
+
+def _route_info(route: Route) -> tuple[dict[str, Any], list[str]]:
+    """The model_info its author set on the route, and the keys of prices set there (not
+    copied from litellm_params): without LiteLLM's bookkeeping and cost-map values, its copies
+    of litellm_params prices, and fleet-sync's tags."""
+    params = route.litellm_params
+    known = model_known(route.model_info, params)
+    info: dict[str, Any] = {}
+    priced: list[str] = []
+    for key, value in sorted(route.model_info.items()):
         if (
-            key in RESERVED
-            or value is None
-            or (key in PARAM_DEFAULTS and PARAM_DEFAULTS[key] == value)
+            value is None
+            or key in INFO_BOOKKEEPING
+            or key in LITELLM_INFO
+            or key in LITELLM_OWNS
+            or key.startswith(TAG_PREFIX)
+            or (known and COST_MAP_FIELD.match(key))
         ):
             continue
-        verdict = param_verdict(key, value)
-        if isinstance(verdict, Refused):
-            return verdict.reason
-        if verdict == "keep":
-            params[key] = value
-        else:
-            comparable = not looks_secret(key) and "*" not in value
-            pending[key] = _digest(value) if comparable else None
-    known = route.model_info.get("key") not in (None, route.litellm_params.get("model"))
-    info = {
-        k: v
-        for k, v in sorted(route.model_info.items())
-        if v is not None
-        and k not in INFO_BOOKKEEPING
-        and k not in LITELLM_INFO
-        and not k.startswith(TAG_PREFIX)
-        and not (known and COST_MAP_FIELD.match(k))
-    }
-    if refused := info_refusal(info):
-        return refused.reason
-    return _Host(name, api_base, split[0], split[1], params, info, pending, stripped)
+        if not PRICING.search(key):
+            info[key] = value
+        elif key not in params or canonical_json(params[key]) != canonical_json(value):
+            priced.append(key)
+    return info, priced
 
 
-def _placeholders(model: str, hosts: list[_Host], names: _Names) -> list[Placeholder]:
-    """Write each pending value as os.environ/NAME: one name for the model when every host has
-    the same live value, else one per host."""
-    out: list[Placeholder] = []
-    for key in sorted({k for h in hosts for k in h.pending}):
-        digests = {h.pending.get(key, "") for h in hosts}
-        if len(hosts) == 1 or (len(digests) == 1 and None not in digests):
-            groups, per_host = [hosts], False
-        else:
-            groups, per_host = [[h] for h in hosts if key in h.pending], True
-        for group in groups:
-            name = names.claim(model, group[0].name, key) if per_host else names.claim(model, key)
-            for host in group:
-                host.params[key] = f"os.environ/{name}"
-            hidden = any(h.pending[key] is None for h in group)
-            out.append(Placeholder(name, model, tuple(h.name for h in group), key, hidden))
-    return out
+def _lost(route: Route, host: _Host) -> str | None:
+    """For a route this fleet wrote: a path fleet-sync recorded writing that the file cannot
+    carry, which a plan would then remove."""
+    for path in sorted(route.written or {}):
+        top = f"{path[0]}.{shown_key(path[1])}"
+        if top == "litellm_params.api_key" or top in host.kept:
+            why = host.kept.get(top, "LiteLLM never lists api_key")
+            return (
+                f"fleet-sync wrote {top} on these routes and import cannot write it back "
+                f"({why}), so a plan would remove it: keep the fleet.yaml that wrote them"
+            )
+    return None
 
 
 def _shared(sections: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -227,18 +241,23 @@ def _lift(entries: Sequence[dict[str, Any]], field: str) -> dict[str, Any]:
     return shared
 
 
-def _model(name: str, hosts: list[_Host], names: _Names) -> _Group | str:
+@dataclass(frozen=True)
+class _Group:
+    entry: dict[str, Any]
+    kept: tuple[Kept, ...]
+
+
+def _model(hosts: list[_Host]) -> _Group | _No:
     """A model entry from its hosts (shared values lifted), or why the group cannot be one."""
     served = {h.served_model for h in hosts}
     if any(looks_like_credential(s) for s in served):
-        return "a served model looks like a credential (not shown)"
+        return _No("a served model looks like a credential (not shown)")
     if len(served) > 1:
-        return f"its routes serve different models ({', '.join(sorted(served))})"
+        return _No(f"its routes serve different models ({', '.join(sorted(served))})")
     addresses = [normalise_address(h.api_base) for h in hosts]
     if len(set(addresses)) < len(addresses):
-        return "two of its routes point at the same address (a duplicate: decide which stays)"
+        return _No("two of its routes point at the same address (a duplicate: decide which stays)")
     _unique(hosts)
-    placeholders = _placeholders(name, hosts, names)
     entries: list[dict[str, Any]] = []
     for host in sorted(hosts, key=lambda h: h.name):
         entry: dict[str, Any] = {"name": host.name, "api_base": host.api_base}
@@ -248,8 +267,6 @@ def _model(name: str, hosts: list[_Host], names: _Names) -> _Group | str:
         if host.info:
             entry["model_info"] = host.info
         entries.append(entry)
-    if path := credential_path(entries, "hosts"):
-        return f"{path} looks like a credential (not written)"
     model: dict[str, Any] = {"served_model": served.pop()}
     providers = {e["provider"] for e in entries}
     if len(providers) == 1:
@@ -260,20 +277,17 @@ def _model(name: str, hosts: list[_Host], names: _Names) -> _Group | str:
         if shared := _lift(entries, field):
             model[field] = shared
     model["hosts"] = entries
-    notes = [
-        f"model {name} host {h.name}: api_base carried user:password@, written without it "
-        "(give the host its credential as api_key: os.environ/NAME)"
-        for h in hosts
-        if h.stripped
-    ]
-    return _Group(model, placeholders, notes)
+    return _Group(model, _kept(hosts))
 
 
-@dataclass(frozen=True)
-class _Group:
-    entry: dict[str, Any]
-    placeholders: list[Placeholder]
-    notes: list[str]
+def _kept(hosts: Sequence[_Host]) -> tuple[Kept, ...]:
+    out = []
+    for path in sorted({p for h in hosts for p in h.kept}):
+        holders = [h for h in hosts if path in h.kept]
+        every = len(holders) == len(hosts)
+        names = () if every else tuple(sorted(h.name for h in holders))
+        out.append(Kept(path, names, "; ".join(sorted({h.kept[path] for h in holders}))))
+    return tuple(out)
 
 
 def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) -> Imported:
@@ -292,31 +306,29 @@ def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) 
             others[route.fleet or ""] = others.get(route.fleet or "", 0) + 1
             continue
         host = _host(route, fleet)
-        if isinstance(host, str):
-            problems.setdefault(route.model_name, []).append(f"{route.id}: {host}")
+        if isinstance(host, _No):
+            problems.setdefault(route.model_name, []).append(f"{route.id}: {host.reason}")
         else:
             groups.setdefault(route.model_name, []).append(host)
     left_out += [f"{n} route(s) tagged by fleet {name}" for name, n in sorted(others.items())]
     models: dict[str, dict[str, Any]] = {}
-    placeholders: list[Placeholder] = []
-    notes: list[str] = []
-    names = _Names()
+    kept: dict[str, tuple[Kept, ...]] = {}
     for name in sorted(set(groups) | set(problems)):
-        if name in problems:
-            reasons = "; ".join(problems[name])
-            left_out.append(f"model group {name} left out whole: {reasons}")
-            continue
-        group = _model(name, groups[name], names)
-        if isinstance(group, str):
-            left_out.append(f"model group {name} left out whole: {group}")
+        group = _No("; ".join(problems[name])) if name in problems else _model(groups[name])
+        shown = name
+        if not _MODEL_NAME.fullmatch(name):
+            shown = repr(name[:128])
+            group = _No("its name is not one fleet.yaml takes (letters, digits and ._:/@+-)")
+        if isinstance(group, _No):
+            left_out.append(f"model group {shown} left out whole: {group.reason}")
             continue
         models[name] = group.entry
-        placeholders += group.placeholders
-        notes += group.notes
-    document = _document(fleet, models)
+        if group.kept:
+            kept[name] = group.kept
     count = sum(len(m["hosts"]) for m in models.values())
-    text = _text(document, placeholders)
-    return Imported(text, count, len(models), tuple(left_out), tuple(placeholders), tuple(notes))
+    comments = {name: kept_comment(items) for name, items in kept.items()}
+    text = fleet_text(_document(fleet, models), comments)
+    return Imported(text, count, len(models), tuple(left_out), kept)
 
 
 def _document(fleet: str, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -345,39 +357,34 @@ def _document(fleet: str, models: dict[str, dict[str, Any]]) -> dict[str, Any]:
 _ORDER = ("served_model", "provider", "litellm_params", "model_info", "hosts")
 
 
-def placeholder_warning(placeholder: Placeholder) -> str:
-    """What the user must do for one placeholder, naming the variable, never the value."""
-    hosts = ("host " if len(placeholder.hosts) == 1 else "hosts ") + ", ".join(placeholder.hosts)
-    why = (
-        "its key names a credential, which LiteLLM masks when it lists routes"
-        if placeholder.hidden
-        else "LiteLLM may have resolved it from an os.environ/ reference, so it may be a secret"
+def _holders(kept: Kept) -> str:
+    if not kept.hosts:
+        return "every host"
+    return ("host " if len(kept.hosts) == 1 else "hosts ") + ", ".join(kept.hosts)
+
+
+def kept_comment(kept: Sequence[Kept]) -> list[str]:
+    """The comment above a model in the file: what its routes keep, unmanaged."""
+    lines = wrap(
+        "Kept on the live routes as they are, not managed by this file (import cannot write "
+        "them safely; plan leaves alone what the file does not set):",
+        width=COMMENT_WIDTH,
     )
+    for item in kept:
+        lines += wrap(f"  {item.path} ({_holders(item)}): {item.why}", "      ", COMMENT_WIDTH)
+    return [*lines, "To manage one, add it here, a secret as os.environ/NAME (set in the proxy)."]
+
+
+def kept_warning(model: str, kept: Sequence[Kept]) -> str:
+    """The stderr line for a model whose routes keep values fleet.yaml does not manage."""
+    items = "; ".join(f"{k.path} ({_holders(k)}: {k.why})" for k in kept)
+    one = len(kept) == 1
     return (
-        f"set {placeholder.name} in the proxy's environment before apply, to the value "
-        f"litellm_params.{placeholder.key} of model {placeholder.model} ({hosts}) has now; "
-        f"fleet.yaml refers to it as os.environ/{placeholder.name} and holds no copy ({why})"
+        f"model {model}: {items} "
+        + ("stays on the live routes as it is" if one else "stay on the live routes as they are")
+        + ", not in fleet.yaml (import cannot write "
+        + ("it" if one else "them")
+        + " safely); to manage "
+        + ("it" if one else "one")
+        + ", add it to fleet.yaml, a secret as os.environ/NAME"
     )
-
-
-def _text(document: dict[str, Any], placeholders: Sequence[Placeholder]) -> str:
-    yaml = YAML()
-    yaml.indent(mapping=2, sequence=4, offset=2)
-    yaml.width = 4096  # never fold an address
-    out = io.StringIO()
-    yaml.dump(document, out)
-    head = [
-        SCHEMA_LINE,
-        "# Written by `fleet-sync import` from the proxy's database routes. owns: model_groups",
-        "# claims these groups: `fleet-sync plan` replaces each untagged route with a tagged",
-        "# copy (LiteLLM keeps a route's id, so tagging means create, then delete).",
-        "# LiteLLM never returns api_key: if these hosts need one, add",
-        "# `api_key: os.environ/NAME` (defaults, model or host) before apply.",
-    ]
-    if placeholders:
-        head += [
-            "# Set in the proxy's environment before apply, each to the value its route has now",
-            "# (import copies no string LiteLLM may have resolved from a secret, nor masked ones):",
-        ]
-        head += [f"#   {p.name}" for p in placeholders]
-    return "\n".join(head) + "\n" + out.getvalue()

@@ -3,9 +3,10 @@
 A live string on a top-level litellm_params key may be a secret LiteLLM resolved from
 os.environ/ (tests/test_import_live.py shows it on the real proxy), so only numbers, booleans,
 references, the model, the address and allow-listed routing values of their narrow shape are
-written; other strings become placeholders, and a string below the top level (where no
-placeholder would be resolved) leaves its group out. Nothing that looks like a credential is
-written or quoted in a message.
+written. Everything else is left out of the file a top-level key at a time: plan adopts routes
+in place and sets only what the file sets, so the route keeps it; the file names it in a
+comment above its model, stderr names it too, and nothing quotes a value. Only what fleet.yaml
+cannot express leaves a whole group out.
 """
 
 from __future__ import annotations
@@ -13,12 +14,22 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import yaml
 
 from sync.credentials import looks_like_credential
-from sync.import_rules import Refused, param_verdict
-from sync.importer import import_fleet, placeholder_warning
-from sync.render import Route
+from sync.fleet import fleet_from_doc
+from sync.import_rules import (
+    CREDENTIAL,
+    MASKED,
+    NESTED,
+    NOT_FINITE,
+    RESOLVED,
+    Leave,
+    info_verdict,
+    param_verdict,
+)
+from sync.importer import Imported, import_fleet, kept_warning
+from sync.render import Route, paths_record
+from sync.yamlmarks import parse_yaml
 
 MASTER = "sk-" + "0123456789abcdef" * 2
 DB_URL = "postgresql://litellm:Pa55w0rd-xyz@127.0.0.1:5432/litellm"
@@ -26,52 +37,58 @@ BASE = {"model": "hosted_vllm/org/m", "api_base": "http://10.0.0.1:8000/v1"}
 
 
 @pytest.mark.parametrize(
-    ("key", "value", "verdict"),
+    ("key", "value", "why"),
     [
-        ("timeout", 600, "keep"),
-        ("rpm", 120, "keep"),
-        ("merge_reasoning_content_in_choices", True, "keep"),
-        ("organization", "os.environ/OPENAI_ORG", "keep"),  # a name, not a value
-        ("api_version", "2024-02-15-preview", "keep"),
-        ("api_version", "v1", "keep"),
-        ("region_name", "us-east-1", "keep"),
-        ("aws_region_name", "us-gov-west-1", "keep"),
-        ("vertex_location", "europe-west4", "keep"),
-        ("timeout", "600", "keep"),
-        ("api_version", MASTER, "placeholder"),  # an allow-listed key, not its shape
-        ("region_name", "hunter2", "placeholder"),
-        ("timeout", "6OO", "placeholder"),
-        ("organization", "org-abc", "placeholder"),  # any other string: may be resolved
-        ("organization", DB_URL, "placeholder"),
-        ("vertex_project", "my-project", "placeholder"),
-        ("azure_ad_token", "tok-****cdef", "placeholder"),
-        ("extra_headers", {"X-Org": "os.environ/ORG"}, "keep"),
-        ("extra_headers", {"X-Retries": 3}, "keep"),
-        ("tags", ["search", "eu-1"], "keep"),
+        ("timeout", 600, None),
+        ("rpm", 120, None),
+        ("input_cost_per_token", 1e-06, None),
+        ("merge_reasoning_content_in_choices", True, None),
+        ("organization", "os.environ/OPENAI_ORG", None),  # a name, not a value
+        ("api_version", "2024-02-15-preview", None),
+        ("api_version", "v1", None),
+        ("region_name", "us-east-1", None),
+        ("aws_region_name", "us-gov-west-1", None),
+        ("vertex_location", "europe-west4", None),
+        ("timeout", "600", None),
+        ("extra_headers", {"X-Org": "os.environ/ORG"}, None),
+        ("extra_headers", {"X-Retries": 3}, None),
+        ("tags", ["search", "eu-1"], None),
+        ("tiered_pricing", [{"range": [0, 1000], "input_cost_per_token": 1e-06}], None),
+        ("api_version", MASTER, RESOLVED),  # an allow-listed key, not its shape
+        ("region_name", "hunter2", RESOLVED),
+        ("timeout", "6OO", RESOLVED),
+        ("organization", "org-abc", RESOLVED),  # any other string: may be resolved
+        ("organization", DB_URL, RESOLVED),
+        ("vertex_project", "my-project", RESOLVED),
+        ("azure_ad_token", "tok-****cdef", MASKED),
+        ("access_tier", "****", MASKED),  # LiteLLM's masker: "access" is one of its words
+        ("extra_headers", {"X-Team": "search"}, NESTED),
+        ("extra_headers", {"X-Auth": "plai*******lain"}, MASKED),
+        ("extra_headers", {"nested": {"deeper": DB_URL}}, NESTED),
+        ("extra_headers", ["fast"], NESTED),  # a list that is not tags
+        ("tags", ["fast", MASTER], CREDENTIAL),  # the shape of a tag, and of a token
+        ("custom", {"weight": float("inf")}, NOT_FINITE),
+        ("custom", {"n": float("nan")}, NOT_FINITE),
+        ("custom", {MASTER: 1}, CREDENTIAL),  # a key that is a token
     ],
 )
-def test_param_verdict(key: str, value: Any, verdict: str) -> None:
-    assert param_verdict(key, value) == verdict
+def test_param_verdict(key: str, value: Any, why: str | None) -> None:
+    assert param_verdict(key, value) == (None if why is None else Leave(why))
 
 
 @pytest.mark.parametrize(
-    "value",
+    ("key", "value", "why"),
     [
-        {"X-Team": "search"},
-        {"nested": {"deeper": DB_URL}},
-        ["fast"],  # a list that is not tags
+        ("base_model", "gpt-4o", None),
+        ("note", "os.environ/HOME", None),
+        ("description", f"key {MASTER}", CREDENTIAL),
+        ("hf_token", "abc123", CREDENTIAL),  # a secret's name holding a string
+        ("links", {"docs": "https://u:pw@h/x"}, CREDENTIAL),
+        ("limits", {"max": None}, "validate refuses it as listed"),  # LiteLLM keeps no null
     ],
 )
-def test_a_string_below_the_top_level_refuses_the_group(value: Any) -> None:
-    verdict = param_verdict("extra_headers", value)
-    assert isinstance(verdict, Refused)
-    assert "litellm_params.extra_headers" in verdict.reason
-    assert "write this group by hand" in verdict.reason
-    assert DB_URL not in verdict.reason and "search" not in verdict.reason
-
-
-def test_tags_that_look_like_a_credential_refuse_the_group() -> None:
-    assert isinstance(param_verdict("tags", ["fast", MASTER]), Refused)
+def test_info_verdict(key: str, value: Any, why: str | None) -> None:
+    assert info_verdict(key, value) == (None if why is None else Leave(why))
 
 
 @pytest.mark.parametrize(
@@ -102,114 +119,177 @@ def route(rid: str, model: str, params: dict[str, Any], **info: Any) -> Route:
     return Route(rid, model, {**BASE, **params}, {"id": rid, **info})
 
 
-def everything(imported: Any) -> str:
+def everything(imported: Imported) -> str:
     """The file and every line the command prints from it."""
-    lines = [*imported.left_out, *imported.notes]
-    lines += [placeholder_warning(p) for p in imported.placeholders]
+    lines = [*imported.left_out, *(kept_warning(m, k) for m, k in imported.kept.items())]
     return "\n".join([imported.text, *lines])
 
 
-def test_one_placeholder_per_model_when_every_host_has_the_same_value() -> None:
+def validates(imported: Imported) -> dict[str, Any]:
+    """The file through validate; its data as validate reads it."""
+    doc = parse_yaml(imported.text, "fleet.yaml")
+    fleet_from_doc(doc, "fleet.yaml")
+    data: dict[str, Any] = doc.data
+    return data
+
+
+def test_what_cannot_be_written_stays_on_the_routes_and_is_named_not_quoted() -> None:
+    second = "http://10.0.0.2:8000/v1"
     imported = import_fleet(
         [
-            route("1", "m", {"organization": DB_URL}),
-            route("2", "m", {"api_base": "http://10.0.0.2:8000/v1", "organization": DB_URL}),
-            route("3", "n", {"organization": "org-a"}),
-            route("4", "n", {"api_base": "http://10.0.0.2:8000/v1", "organization": "org-b"}),
-            route("5", "n", {"api_base": "http://10.0.0.3:8000/v1"}),
+            route("1", "m", {"organization": DB_URL, "access_tier": "****", "rpm": 5}),
+            route("2", "m", {"api_base": second, "organization": DB_URL, "rpm": 5}),
+            route("3", "m", {"api_base": "http://10.0.0.3:8000/v1", "rpm": 5}, hf_token="abc123"),
         ],
         "f",
     )
-    doc = yaml.safe_load(imported.text)["models"]
-    m_org = "os.environ/FLEET_SYNC_IMPORT_M_ORGANIZATION"
-    assert doc["m"]["litellm_params"] == {"organization": m_org}  # lifted: one name
-    n_hosts = {h["name"]: h.get("litellm_params") for h in doc["n"]["hosts"]}
-    assert n_hosts == {  # different values: one name per host; none where there is none
-        "10.0.0.1-8000": {
-            "organization": "os.environ/FLEET_SYNC_IMPORT_N_10_0_0_1_8000_ORGANIZATION"
-        },
-        "10.0.0.2-8000": {
-            "organization": "os.environ/FLEET_SYNC_IMPORT_N_10_0_0_2_8000_ORGANIZATION"
-        },
-        "10.0.0.3-8000": None,
-    }
-    assert (imported.placeholders[0].name, imported.placeholders[0].hosts) == (
-        "FLEET_SYNC_IMPORT_M_ORGANIZATION",
-        ("10.0.0.1-8000", "10.0.0.2-8000"),
-    )
+    model = validates(imported)["models"]["m"]
+    assert model["litellm_params"] == {"rpm": 5}  # the rest is left on the routes
+    assert [h.get("model_info") for h in model["hosts"]] == [None, None, None]
     said = everything(imported)
-    assert DB_URL not in said and "Pa55w0rd" not in said and "org-a" not in said
-    assert "#   FLEET_SYNC_IMPORT_M_ORGANIZATION\n" in imported.text
-    warning = placeholder_warning(imported.placeholders[0])
-    assert warning.startswith("set FLEET_SYNC_IMPORT_M_ORGANIZATION in the proxy's environment")
-    assert "litellm_params.organization of model m (hosts 10.0.0.1-8000, 10.0.0.2-8000)" in warning
+    assert DB_URL not in said and "Pa55w0rd" not in said and "abc123" not in said
+    assert "****" not in said
+    (warning,) = [kept_warning(m, k) for m, k in imported.kept.items()]
+    assert warning == (
+        "model m: litellm_params.access_tier (host 10.0.0.1-8000: masked by LiteLLM); "
+        "litellm_params.organization (hosts 10.0.0.1-8000, 10.0.0.2-8000: a string LiteLLM may "
+        "have resolved from an os.environ/ secret); model_info.hf_token (host 10.0.0.3-8000: "
+        "looks like a credential) stay on the live routes as they are, not in fleet.yaml (import "
+        "cannot write them safely); to manage one, add it to fleet.yaml, a secret as "
+        "os.environ/NAME"
+    )
+    comment = imported.text.partition("\nmodels:\n")[2].partition("\n  m:\n")[0]
+    assert comment.splitlines() == [
+        "  # Kept on the live routes as they are, not managed by this file (import cannot write "
+        "them safely;",
+        "  # plan leaves alone what the file does not set):",
+        "  #   litellm_params.access_tier (host 10.0.0.1-8000): masked by LiteLLM",
+        "  #   litellm_params.organization (hosts 10.0.0.1-8000, 10.0.0.2-8000): a string LiteLLM "
+        "may have",
+        "  #       resolved from an os.environ/ secret",
+        "  #   model_info.hf_token (host 10.0.0.3-8000): looks like a credential",
+        "  # To manage one, add it here, a secret as os.environ/NAME (set in the proxy).",
+    ]
 
 
-def test_masked_values_get_a_name_per_host_even_when_the_masks_agree() -> None:
-    masked = {"azure_ad_token": "tok-****cdef"}  # two secrets may mask alike
+def test_every_host_keeping_a_value_says_so_once() -> None:
     imported = import_fleet(
         [
-            route("1", "m", masked),
-            route("2", "m", {**masked, "api_base": "http://10.0.0.2:8000/v1"}),
+            route("1", "m", {"organization": "org-a"}),
+            route("2", "m", {"api_base": "http://10.0.0.2:8000/v1", "organization": "org-b"}),
         ],
         "f",
     )
-    assert [p.name for p in imported.placeholders] == [
-        "FLEET_SYNC_IMPORT_M_10_0_0_1_8000_AZURE_AD_TOKEN",
-        "FLEET_SYNC_IMPORT_M_10_0_0_2_8000_AZURE_AD_TOKEN",
-    ]
-    assert all(p.hidden for p in imported.placeholders)
-    assert "masks when it lists routes" in placeholder_warning(imported.placeholders[0])
-
-
-def test_placeholder_names_that_read_alike_stay_distinct() -> None:
-    imported = import_fleet(
-        [route("1", "a-b", {"organization": "x1"}), route("2", "a.b", {"organization": "x2"})],
-        "f",
+    assert "litellm_params.organization (every host: a string" in kept_warning(
+        "m", imported.kept["m"]
     )
-    names = [p.name for p in imported.placeholders]
-    assert names[0] == "FLEET_SYNC_IMPORT_A_B_ORGANIZATION"
-    assert names[1].startswith("FLEET_SYNC_IMPORT_A_B_ORGANIZATION_") and len(set(names)) == 2
+    assert "org-a" not in everything(imported) and "org-b" not in everything(imported)
 
 
-def test_an_address_loses_its_userinfo_with_a_note() -> None:
+def test_the_file_says_api_key_stays_and_plan_adopts_in_place() -> None:
+    imported = import_fleet([route("1", "m", {})], "f")
+    header = " ".join(
+        line.removeprefix("# ") for line in imported.text.splitlines() if line.startswith("# ")
+    )
+    assert "`fleet-sync plan` adopts each route in place: it adds fleet-sync's tags by PATCH, " in (
+        header
+    )
+    assert "keeping the route's id, api_key and everything fleet.yaml does not set." in header
+    assert "api_key stays on each route as it is (LiteLLM never lists it); to manage it, " in header
+    assert "add api_key: os.environ/NAME" in header
+    assert imported.kept == {}  # nothing else to say
+
+
+def test_priced_routes_write_their_prices_in_litellm_params_as_numbers() -> None:
+    """LiteLLM lists the litellm_params prices again in model_info (pricing_overrides names
+    them): validate refuses prices there, so import writes them once, where fleet.yaml takes
+    them, as floats PyYAML reads as numbers (1e-06 written plain would be a string to it)."""
+    prices = {"input_cost_per_token": 1e-06, "output_cost_per_token": 2.5e-07}
+    info = {**prices, "pricing_overrides": list(prices), "key": "hosted_vllm/org/m"}
+    imported = import_fleet([route("1", "m", prices, **info)], "f")
+    assert "input_cost_per_token: 1.0e-06\n" in imported.text
+    model = validates(imported)["models"]["m"]
+    assert model["litellm_params"] == prices and "model_info" not in model
+    assert imported.kept == {}
+
+
+def test_a_price_set_in_model_info_only_stays_there() -> None:
+    imported = import_fleet([route("1", "m", {}, input_cost_per_token=3e-06)], "f")
+    assert "model_info" not in validates(imported)["models"]["m"]
+    assert "model_info.input_cost_per_token (every host: pricing in model_info, which " in (
+        kept_warning("m", imported.kept["m"])
+    )
+
+
+def test_an_address_with_userinfo_leaves_its_group_out() -> None:
+    """fleet.yaml refuses user:password@, and adopting the route with the address written
+    without it would drop the credential: the group is for a person to write."""
     imported = import_fleet(
         [route("1", "m", {"api_base": "https://user:Pa55w0rd-xyz@10.0.0.1:8443/v1"})], "f"
     )
-    (host,) = yaml.safe_load(imported.text)["models"]["m"]["hosts"]
-    assert host == {"name": "10.0.0.1-8443", "api_base": "https://10.0.0.1:8443/v1"}
-    (note,) = imported.notes
-    assert note.startswith("model m host 10.0.0.1-8443: api_base carried user:password@")
-    assert "Pa55w0rd" not in everything(imported) and "user:" not in imported.text
+    assert imported.routes == 0
+    (said,) = imported.left_out
+    assert said.startswith("model group m left out whole: 1: api_base carries user:password@")
+    assert "Pa55w0rd" not in everything(imported) and "user:Pa" not in everything(imported)
 
 
 @pytest.mark.parametrize(
-    ("params", "info", "reason"),
+    ("params", "reason"),
     [
-        ({"model": MASTER}, {}, "model has no provider prefix"),
-        ({"model": f"hosted_vllm/{MASTER}"}, {}, "a served model looks like a credential"),
-        ({"api_base": MASTER}, {}, "api_base is not an address"),
-        ({"api_base": f"https://h/{MASTER}/v1"}, {}, "hosts[0].api_base looks like a credential"),
-        ({}, {"description": f"key {MASTER}"}, "model_info.description looks like a credential"),
-        ({}, {"hf_token": "abc123"}, "model_info.hf_token holds a credential"),
-        ({"extra_headers": {"X-Org": DB_URL}}, {}, "litellm_params.extra_headers.X-Org holds a"),
+        ({"model": MASTER}, "model has no provider prefix"),
+        ({"model": f"hosted_vllm/{MASTER}"}, "a served model looks like a credential"),
+        ({"api_base": MASTER}, "api_base is not an address"),
+        ({"api_base": f"https://h/{MASTER}/v1"}, "api_base looks like a credential"),
     ],
 )
-def test_a_group_with_a_credential_is_left_out_without_quoting_it(
-    params: dict[str, Any], info: dict[str, Any], reason: str
+def test_a_group_fleet_yaml_cannot_hold_is_left_out_without_quoting_it(
+    params: dict[str, Any], reason: str
 ) -> None:
-    imported = import_fleet([route("1", "m", params, **info)], "f")
+    imported = import_fleet([route("1", "m", params)], "f")
     assert imported.routes == 0
     (said,) = imported.left_out
     assert said.startswith("model group m left out whole: ") and reason in said
-    assert MASTER not in everything(imported) and "abc123" not in everything(imported)
-    assert "Pa55w0rd" not in everything(imported)
+    assert MASTER not in everything(imported)
+
+
+def test_a_credential_in_a_value_leaves_only_that_key_out() -> None:
+    imported = import_fleet(
+        [
+            route(
+                "1",
+                "m",
+                {"extra_headers": {"X-Org": DB_URL}, "rpm": 1},
+                description=f"key {MASTER}",
+                team="search",
+            )
+        ],
+        "f",
+    )
+    model = validates(imported)["models"]["m"]
+    assert model["litellm_params"] == {"rpm": 1} and model["model_info"] == {"team": "search"}
+    assert [k.path for k in imported.kept["m"]] == [
+        "litellm_params.extra_headers",
+        "model_info.description",
+    ]
+    assert MASTER not in everything(imported) and "Pa55w0rd" not in everything(imported)
+
+
+def test_a_key_that_could_break_the_comment_is_not_shown() -> None:
+    """A key is quoted in a comment of the file: one with a newline would end the comment and
+    write YAML of its own."""
+    imported = import_fleet([route("1", "m", {"x\nfleet: evil": "v", "rpm": 1})], "f")
+    data = validates(imported)
+    assert data["fleet"] == "f" and data["models"]["m"]["litellm_params"] == {"rpm": 1}
+    assert "evil" not in everything(imported)
+    assert "litellm_params.(a key not shown: unusual characters)" in kept_warning(
+        "m", imported.kept["m"]
+    )
 
 
 def test_model_info_is_written_as_stored() -> None:
     """LiteLLM resolves no reference in model_info: its strings are what was written."""
     imported = import_fleet([route("1", "m", {}, base_model="gpt-4o", team="search")], "f")
-    assert yaml.safe_load(imported.text)["models"]["m"]["model_info"] == {
+    assert validates(imported)["models"]["m"]["model_info"] == {
         "base_model": "gpt-4o",
         "team": "search",
     }
@@ -224,6 +304,35 @@ def test_fleet_syncs_own_tags_are_not_copied() -> None:
         "fleet_sync_source": "owner/repo",
     }
     imported = import_fleet([route("1", "m", {}, **tags)], "f")
-    (host,) = yaml.safe_load(imported.text)["models"]["m"]["hosts"]
+    (host,) = validates(imported)["models"]["m"]["hosts"]
     assert host == {"name": "a", "api_base": BASE["api_base"]}  # its tagged name kept
     assert "fleet_sync_" not in imported.text.partition("\nversion:")[2]
+
+
+def test_a_route_of_this_fleet_whose_written_value_cannot_come_back_is_left_out() -> None:
+    """fleet-sync recorded writing these paths; a file without them would make plan remove
+    them (api_key, which LiteLLM never lists, among them)."""
+    written = {**BASE, "api_key": "os.environ/UPSTREAM", "organization": "os.environ/ORG"}
+    record = paths_record(written, {})
+    tags = {"fleet_sync_fleet": "f", "fleet_sync_host": "a", "fleet_sync_paths": record}
+    listed = {"organization": "resolved-org"}  # what LiteLLM lists: no api_key, resolved
+    imported = import_fleet([route("1", "m", listed, **tags)], "f")
+    assert imported.routes == 0
+    (said,) = imported.left_out
+    assert "fleet-sync wrote litellm_params.api_key on these routes and import cannot write it" in (
+        said
+    )
+    assert "resolved-org" not in everything(imported)
+    record = paths_record({**BASE, "rpm": 5}, {})
+    tags["fleet_sync_paths"] = record
+    imported = import_fleet([route("1", "m", {"rpm": 5}, **tags)], "f")
+    assert validates(imported)["models"]["m"]["litellm_params"] == {"rpm": 5}
+
+
+def test_a_model_name_fleet_yaml_cannot_hold_leaves_its_group_out() -> None:
+    imported = import_fleet([route("1", "bad name\n", {}), route("2", "ok", {})], "f")
+    assert imported.models == 1
+    assert imported.left_out == (
+        "model group 'bad name\\n' left out whole: its name is not one fleet.yaml takes "
+        "(letters, digits and ._:/@+-)",
+    )
