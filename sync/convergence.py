@@ -13,6 +13,8 @@ from typing import Any
 
 from .yamlmarks import JsonPath
 
+REFERENCE_PREFIX = "os.environ/"  # LiteLLM's own test is str.startswith
+
 # LiteLLM's pricing fields (its CustomPricingLiteLLMParams, 81 in 1.98.1, 157 in 1.110.2, all
 # but output_vector_size match): from 1.108 it drops them from model_info on every write and
 # shows its cost map's price instead.
@@ -51,6 +53,27 @@ def unconvergeable(
             )
         else:
             yield from _nulls(value, here)
+            if section == "litellm_params" and isinstance(value, Mapping | list):
+                yield from _nested_references(value, here)
+
+
+def _nested_references(value: Any, at: JsonPath) -> Iterator[tuple[JsonPath, str, bool]]:
+    """References below the top level of litellm_params. LiteLLM resolves os.environ/NAME only
+    in a top-level value (Router.set_model_list, 1.98.1-1.110.2) and sends a nested one as its
+    text: a header `Authorization: os.environ/TOKEN` would reach the upstream as those words."""
+    items = value.items() if isinstance(value, Mapping) else enumerate(value)
+    for key, item in items:
+        here: JsonPath = (*at, key)
+        if isinstance(item, str) and item.startswith(REFERENCE_PREFIX):
+            yield (
+                here,
+                f"LiteLLM resolves {REFERENCE_PREFIX}NAME only in a top-level litellm_params "
+                "value and api_key, and sends this nested one as its text; give the upstream's "
+                "key as api_key: os.environ/NAME, or write the value itself",
+                False,
+            )
+        elif isinstance(item, Mapping | list):
+            yield from _nested_references(item, here)
 
 
 def _nulls(value: Any, at: JsonPath) -> Iterator[tuple[JsonPath, str, bool]]:

@@ -22,6 +22,7 @@ from sync.import_rules import (
     MASKED,
     NESTED,
     NOT_FINITE,
+    REFUSED,
     RESOLVED,
     Leave,
     info_verdict,
@@ -50,7 +51,8 @@ BASE = {"model": "hosted_vllm/org/m", "api_base": "http://10.0.0.1:8000/v1"}
         ("aws_region_name", "us-gov-west-1", None),
         ("vertex_location", "europe-west4", None),
         ("timeout", "600", None),
-        ("extra_headers", {"X-Org": "os.environ/ORG"}, None),
+        # A nested reference LiteLLM sends as its text: validate refuses it, so it stays.
+        ("extra_headers", {"X-Org": "os.environ/ORG"}, REFUSED),
         ("extra_headers", {"X-Retries": 3}, None),
         ("tags", ["search", "eu-1"], None),
         ("tiered_pricing", [{"range": [0, 1000], "input_cost_per_token": 1e-06}], None),

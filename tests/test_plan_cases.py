@@ -204,7 +204,7 @@ def test_a_resolved_or_masked_live_value_is_never_in_a_plan() -> None:
     resolved-NAME); plans show the reference and never the live value, edited or not."""
     case = yaml.safe_load((CASES[0].parent / "14-references-and-masked-values.yaml").read_text())
     for spec in case["live"]:
-        spec["litellm_params"]["extra_headers"] = {"X-Api-Key": "****", "X-Team": "hand"}
+        spec["litellm_params"]["extra_headers"] = {"X-Team-Key": "****", "X-Team": "hand"}
     case["applied"] = json.loads(json.dumps(case["fleet"]))
     case["applied"]["defaults"]["litellm_params"]["organization"] = "os.environ/OLD_ORG"
     case["live"][0]["applied"] = True
@@ -212,7 +212,7 @@ def test_a_resolved_or_masked_live_value_is_never_in_a_plan() -> None:
     body = plan.to_json()
     text = json.dumps(body) + plan_text(plan)
     assert "resolved-" not in text and "****" not in text
-    assert "os.environ/ORG" in text and "os.environ/HDR" in text  # a reference is not a secret
+    assert "os.environ/ORG" in text and "os.environ/NOTE" in text  # a reference is not a secret
     (first, *_) = body["changes"]
     organization = [d for d in first["diff"] if d["path"] == "litellm_params.organization"]
     assert organization == [

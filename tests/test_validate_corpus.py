@@ -423,7 +423,8 @@ def lookalikes_fleet() -> dict[str, Any]:
             "served_model": MUST_PASS[index],
             "litellm_params": {
                 "organization": MUST_PASS[-index - 1],
-                "extra_body": {"x": MUST_PASS},
+                # References pass only at the top level (LiteLLM resolves none below it).
+                "extra_body": {"x": [v for v in MUST_PASS if not v.startswith("os.environ/")]},
             },
             # As keys too, but those the key-name rule reads as secret (Token limits...).
             "model_info": {
