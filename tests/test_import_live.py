@@ -140,7 +140,8 @@ def test_import_writes_no_value_litellm_resolved_from_the_environment(
         "organization": "os.environ/DATABASE_URL",  # any top-level key is resolved
         "vertex_project": "os.environ/LITELLM_MASTER_KEY",
         "api_version": "os.environ/LITELLM_MASTER_KEY",  # allow-listed key, not its shape
-        "extra_headers": {"X-Org": "os.environ/DATABASE_URL"},  # never resolved down here
+        # Never resolved down here (LiteLLM sends the text): validate refuses it, so it stays.
+        "extra_headers": {"X-Org": "os.environ/DATABASE_URL"},
         "timeout": 600,
     }
     portal.append(seed(proxy, model, seeded))
@@ -161,13 +162,11 @@ def test_import_writes_no_value_litellm_resolved_from_the_environment(
 
     doc = yaml.safe_load(text)
     assert set(doc["models"]) == {model}
-    assert doc["models"][model]["litellm_params"] == {
-        "extra_headers": {"X-Org": "os.environ/DATABASE_URL"},  # the reference as stored
-        "timeout": 600.0,
-    }
+    assert doc["models"][model]["litellm_params"] == {"timeout": 600.0}
     (host,) = doc["models"][model]["hosts"]
     assert host["api_base"] == "http://10.40.0.6:8000/v1"
     resolved_why = "a string LiteLLM may have resolved from an os.environ/ secret"
+    assert "litellm_params.extra_headers (every host: validate refuses it as listed)" in done.err
     for key in ("api_version", "organization", "vertex_project"):
         assert f"litellm_params.{key} (every host: {resolved_why})" in done.err
         assert f"#   litellm_params.{key} (every host): a string LiteLLM" in text
