@@ -10,20 +10,26 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import jsonschema
 
-from .convergence import unconvergeable
-from .fleet_secrets import address_credential, authority, holds_credential, masked, quote
+# Re-exported: set-host, import, the probe and the tests take the address rules from here.
+from .addresses import address_problem as address_problem
+from .addresses import normalise_address as normalise_address
+from .convergence import route_too_large, unconvergeable
+from .fleet_secrets import address_credential, holds_credential, masked, quote
 from .fleet_secrets import secret_problems as _secret_problems
 from .fleet_secrets import where as _where
+from .fleet_text import text_problems
 from .problems import FleetError, Problem
+from .redirects import REDIRECTS
 from .yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 
 SCHEMA_PATH = Path(__file__).with_name("fleet.schema.json")
 # Set by fleet-sync from dedicated fields, so a second spelling in litellm_params is an error.
 RESERVED_PARAMS = {"model": "served_model", "api_base": "the host's api_base", "api_key": "api_key"}
+# Refused at the key (a reserved or redirecting litellm_params key): its value is not judged.
+SET_ELSEWHERE = RESERVED_PARAMS.keys() | REDIRECTS.keys()
 RESERVED_INFO = re.compile(r"^(id|fleet_sync_.*)$")
 DEFAULT_PROVIDER = "hosted_vllm"
 DEFAULT_MAX_PRUNE_PERCENT = 30.0
@@ -233,6 +239,7 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
         return Problem(file, *(marks.of_key(path) if key else marks.of_value(path)), message)
 
     yield from _secret_problems(data, problem)
+    yield from text_problems(data, problem)
     defaults = data.get("defaults")
     if isinstance(defaults, dict):
         yield from _param_problems(defaults, ("defaults",), problem)
@@ -254,6 +261,9 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
                 continue
             here: JsonPath = (*base, "hosts", index)
             yield from _param_problems(host, here, problem)
+            layers = [d for d in (defaults, model, host) if isinstance(d, dict)]
+            if too_large := route_too_large(layers):
+                yield problem(here, f"{_where(here)}: {too_large}")
             name = host.get("name")
             if isinstance(name, str):
                 if name in names:
@@ -293,6 +303,9 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
                     f"{_where(at)}: set by fleet-sync from {RESERVED_PARAMS[key]}; remove it here",
                     True,
                 )
+            elif key in REDIRECTS:
+                does, fix = REDIRECTS[key]
+                yield problem(at, f"{_where(at)}: {does}; {fix}", True)
     info = section.get("model_info")
     if isinstance(info, dict):
         for key in info:
@@ -304,46 +317,11 @@ def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> It
     for name in ("litellm_params", "model_info"):
         values = section.get(name)
         if isinstance(values, dict):
-            own = {k: v for k, v in values.items() if k not in RESERVED_PARAMS}
+            own = {k: v for k, v in values.items() if k not in SET_ELSEWHERE}
             if name == "model_info":
                 own = {k: v for k, v in values.items() if not RESERVED_INFO.match(str(k))}
             for at, why, key in unconvergeable(name, own, (*path, name)):
                 yield problem(at, f"{_where(at)}: {why}", key)
-
-
-def address_problem(address: str) -> str | None:
-    """Why an api_base is not http(s)://host[:port][/path], or None when it is; an address that
-    looks like a credential (a token in its path) is said, never quoted."""
-    if "@" in authority(address):
-        # Checked first, and the address never echoed: the text before @ may be a password.
-        return "credentials in the address are refused; use api_key: os.environ/NAME"
-    if address != address.strip() or any(c.isspace() for c in address):
-        return f"{quote(address)} contains whitespace"
-    try:
-        parts = urlsplit(address)
-    except ValueError as exc:
-        return f"{quote(address)} is not a valid address ({exc}); expected http(s)://host[:port][/path]"
-    if parts.scheme not in {"http", "https"}:
-        return f"{quote(address)} must start with http:// or https://"
-    if not parts.hostname:
-        return f"{quote(address)} has no host; expected http(s)://host[:port][/path]"
-    port_text = parts.netloc.rpartition("]")[2].partition(":")[2]
-    if port_text and not (port_text.isascii() and port_text.isdigit()):
-        return f"{quote(address)} has a port that is not a number; expected http(s)://host[:port][/path]"
-    if port_text and not 1 <= int(port_text) <= 65535:
-        return f"port {int(port_text)} is outside 1-65535"
-    if parts.query or parts.fragment:
-        # Not echoed whole: a query may carry a token (?api_key=...).
-        shown = f"{parts.scheme}://{parts.netloc}{parts.path}"
-        return f"{quote(shown)} must not carry a query or fragment (remove what follows ? or #)"
-    return None
-
-
-def normalise_address(address: str) -> str:
-    parts = urlsplit(address)
-    default = {"http": 80, "https": 443}[parts.scheme]
-    port = parts.port or default
-    return f"{parts.scheme}://{(parts.hostname or '').lower()}:{port}{parts.path.rstrip('/')}"
 
 
 def _build(data: dict[str, Any]) -> Fleet:

@@ -21,6 +21,7 @@ from .credentials import (
     written_out,
 )
 from .problems import Problem
+from .redirects import REDIRECTS
 from .yamlmarks import JsonPath
 
 # LiteLLM resolves os.environ/NAME in api_key and in top-level litellm_params values
@@ -31,8 +32,9 @@ FIX_MOVE = (
     "there as os.environ/NAME and set NAME in the proxy's environment"
 )
 HIDDEN = "(hidden: looks like a credential)"
-# litellm_params keys fleet-sync sets itself: refused at the key, the value never quoted.
-_RESERVED_PARAMS = {"model", "api_base", "api_key"}
+# litellm_params keys fleet-sync sets itself, and those that send requests elsewhere than
+# api_base (sync/redirects.py): refused at the key, the value never quoted.
+_RESERVED_PARAMS = {"model", "api_base", "api_key", *REDIRECTS}
 
 ProblemAt = Callable[[JsonPath, str, bool], Problem]
 

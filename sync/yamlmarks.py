@@ -133,7 +133,15 @@ class _Converter:
             return node.value
         if node.tag == _STR_TAG:
             return node.value  # what the constructor returns for a str, without its bookkeeping
-        return self._loader.construct_object(node)
+        try:
+            return self._loader.construct_object(node)
+        except ValueError:  # Python reads at most 4,300 decimal digits of an integer
+            self.problem(
+                _pos(node.start_mark),
+                f"a number of {len(node.value):,} characters is too long to read; "
+                "write a shorter one",
+            )
+            return 0  # a stand-in the other checks pass: the problem is said once, here
 
     def _mapping(self, node: yaml.MappingNode, path: JsonPath) -> dict[str, Any]:
         result: dict[str, Any] = {}

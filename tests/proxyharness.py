@@ -167,6 +167,19 @@ def stop(proxy: Proxy) -> None:
         )
 
 
+def database_url(proxy: Proxy) -> str | None:
+    """The PostgreSQL database behind a proxy: the harness keeps it in its instance's env file;
+    for an external proxy, $DATABASE_URL when set."""
+    if proxy.name is None or proxy.version is None:
+        return os.environ.get("DATABASE_URL") or None
+    env_file = harness_home(proxy.version) / "run" / proxy.name / "env"
+    for line in env_file.read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if key == "DATABASE_URL" and value:
+            return shlex.split(value)[0]
+    return None
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -244,6 +244,11 @@ def make_input(name: str, tmp_path: Path) -> Path:
         path.write_bytes(b"version: 1\nfleet: gpu-\n" + junk)
     elif name == "utf16":
         path.write_bytes(SMALL_FLEET.encode("utf-16"))
+    elif name == "route-too-large":
+        # 2 KiB in defaults, 31 KiB on the host: 33 KiB of JSON for that route (32 KiB allowed).
+        note = "x" * 2048
+        text = SMALL_FLEET.replace("models:", f"defaults:\n  model_info: {{note: {note}}}\nmodels:")
+        path.write_text(text + f"        model_info: {{big: {'y' * 31 * 1024}}}\n", "utf-8")
     elif name == "zero-bytes":
         path.write_bytes(b"")
     elif name == "missing-file":
@@ -274,6 +279,15 @@ GENERATED = [
         "invalid-utf8", 3, 1, r"not UTF-8 text \(byte 0x[89a-f][0-9a-f]\); is this a YAML file\?"
     ),
     Generated("utf16", 1, 1, r"not UTF-8 text \(byte 0xff\); is this a YAML file\?"),
+    Generated(
+        "route-too-large",
+        9,
+        9,
+        r"models\.qwen3-8b\.hosts\[0\]: its route's litellm_params and model_info come to "
+        r"33,\d{3} bytes of JSON; at most 32,768 \(fleet-sync reads the proxy's routes 200 to a "
+        r"page, at most 16 MiB a page, and a larger route would make every read of the proxy "
+        r"fail\)",
+    ),
     Generated("zero-bytes", 1, 1, r"file is empty; expected version, fleet and models"),
     Generated("missing-file", 1, 1, r"file not found"),
     Generated("directory", 1, 1, r"is a directory, not a fleet file"),
