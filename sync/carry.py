@@ -29,6 +29,7 @@ from .litellm_owned import (
     model_known,
 )
 from .normalise import same
+from .redirects import REDIRECTS
 from .render import TAG_PREFIX, Route
 
 
@@ -81,6 +82,7 @@ def leftovers(live: Route, desired: Route, created: bool) -> Leftovers:
             or key in desired.litellm_params
             or key in NEVER_LISTED
             or ("litellm_params", key) in written
+            or key in REDIRECTS  # removed on purpose (sync/redirects.py), or the model's own
             or (key in PARAM_DEFAULTS and same(PARAM_DEFAULTS[key], value))
         ):
             continue

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from .credentials import is_reference
 from .normalise import SECTIONS, Path, leaves, readable, same
+from .redirects import provider_of, redirecting
 from .render import READ, TAG_PATHS, TAGS, Route, value_digest
 
 ABSENT = "(absent)"
@@ -63,8 +64,16 @@ def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
 def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     want = _leaves(desired)
     # fleet-sync's own tags are always compared: a tag the route carries and this run does not
-    # write (another source's, taken over by a run without one) must go too.
-    tops = {p[:2] for p in want} | {("model_info", tag) for tag in TAGS}
+    # write (another source's, taken over by a run without one) must go too. So are the keys
+    # that send the route's requests elsewhere than its api_base (sync/redirects.py), whoever
+    # set them: fleet.yaml cannot, so a live one is always drift, to remove.
+    provider = provider_of(desired.litellm_params.get("model"))
+    redirects = redirecting(live.litellm_params, provider)
+    tops = (
+        {p[:2] for p in want}
+        | {("model_info", tag) for tag in TAGS}
+        | {("litellm_params", key) for key in redirects}
+    )
     every = _leaves(live)
     # Live leaves under the top-level keys fleet.yaml sets; LiteLLM's own keys elsewhere are
     # not fleet-sync's to compare.

@@ -34,6 +34,7 @@ from .litellm_owned import (
     PARAM_DEFAULTS,
     model_known,
 )
+from .redirects import REDIRECTS, redirecting
 from .render import Route, canonical_json
 
 RESERVED = {"model", "api_base", "api_key"}
@@ -50,6 +51,19 @@ API_KEY_NOTE = (
     "api_key stays on each route as it is (LiteLLM never lists it); to manage it, add "
     "api_key: os.environ/NAME"
 )
+# Why a route whose requests go elsewhere than its api_base (sync/redirects.py) leaves its
+# group out: fleet.yaml cannot say it, and adopting the route would remove it.
+REDIRECTED = {
+    "base_url": "litellm_params.base_url sends its requests to another address than api_base, "
+    "which fleet.yaml cannot express: move it into api_base by hand, then import",
+    "litellm_credential_name": "litellm_params.litellm_credential_name fills its keys from a "
+    "LiteLLM credential (base_url included, which sends requests elsewhere than api_base), "
+    "which fleet.yaml cannot express: set the credential's address as api_base and its key as "
+    "api_key on the route by hand, then import",
+    "custom_llm_provider": "litellm_params.custom_llm_provider overrides the provider of its "
+    "model, which fleet.yaml cannot express: make it the model's prefix (provider/model) by "
+    "hand, then import",
+}
 ADOPTION = (
     "`fleet-sync plan` adopts each route in place: it adds fleet-sync's tags by PATCH, keeping "
     "the route's id, api_key and everything fleet.yaml does not set"
@@ -153,13 +167,15 @@ def _host(route: Route, fleet: str) -> _Host | _No:
     api_base = _address(route)
     if isinstance(api_base, _No):
         return api_base
+    if redirects := redirecting(route.litellm_params, split[0]):
+        return _No(REDIRECTED[redirects[0]])
     ours = route.fleet == fleet
     tagged = route.host if ours and route.host and _HOST_NAME.fullmatch(route.host) else None
     host = _Host(tagged or host_name(api_base), api_base, split[0], split[1], {}, {}, {})
     for key in sorted(route.litellm_params):
         value = route.litellm_params[key]
-        if key in RESERVED or value is None:
-            continue
+        if key in RESERVED or key in REDIRECTS or value is None:
+            continue  # a custom_llm_provider left here is the model's prefix: implied
         if key in PARAM_DEFAULTS and PARAM_DEFAULTS[key] == value:
             continue  # LiteLLM's default, on every route
         if (leave := param_verdict(key, value)) is None:

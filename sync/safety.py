@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .plan import Create, Delete, Plan, Update
+from .redirects import REDIRECTS
 
 MIN_OWNED_FOR_PERCENT = 10
 
@@ -64,13 +65,22 @@ def unseen_keys(plan: Plan) -> list[str]:
     for create in plan.changes:
         if not isinstance(create, Create) or not create.replaces or not create.may_drop:
             continue
-        removes = ", ".join(removing.get(create.replaces, ())) or "what fleet.yaml removed"
+        keys = removing.get(create.replaces, ())
+        removes = ", ".join(keys) or "what fleet.yaml removed"
+        redirects = [k for k in keys if k.removeprefix("litellm_params.") in REDIRECTS]
+        # fleet.yaml cannot keep a key that sends requests elsewhere (validate refuses it).
+        keep = (
+            f"{', '.join(redirects)} sends the route's requests elsewhere than its api_base and "
+            "must go; "
+            if redirects
+            else f"keep {removes} in fleet.yaml, or "
+        )
         out.append(
             f"{create.model_name} host {create.host}: replacing route {create.replaces} to "
             f"remove {removes} may lose what LiteLLM never lists ({', '.join(create.may_drop)}): "
             "fleet-sync did not create that route, so it may hold them unseen, and the new "
-            f"route cannot carry them; keep {removes} in fleet.yaml, or on LiteLLM >= 1.109 "
-            "remove a litellm_params key in place, or set api_key (and any other such key the "
-            "host needs) in fleet.yaml, then --force required"
+            f"route cannot carry them; {keep}on LiteLLM >= 1.109 apply removes a litellm_params "
+            "key in place; or set api_key (and any other such key the host needs) in "
+            "fleet.yaml, then --force required"
         )
     return out

@@ -254,6 +254,51 @@ def test_a_group_fleet_yaml_cannot_hold_is_left_out_without_quoting_it(
     assert MASTER not in everything(imported)
 
 
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        (
+            {"base_url": "http://203.0.113.9:9000/v1"},
+            "litellm_params.base_url sends its requests to another address than api_base, which "
+            "fleet.yaml cannot express: move it into api_base by hand, then import",
+        ),
+        (
+            {"litellm_credential_name": "shared"},
+            "litellm_params.litellm_credential_name fills its keys from a LiteLLM credential",
+        ),
+        (
+            {"custom_llm_provider": "sagemaker"},
+            "litellm_params.custom_llm_provider overrides the provider of its model",
+        ),
+    ],
+)
+def test_a_route_whose_requests_go_elsewhere_leaves_its_group_out(
+    params: dict[str, Any], reason: str
+) -> None:
+    """A key that sends a route's requests elsewhere than api_base (sync/redirects.py): fleet.yaml
+    cannot say it, and adopting the route would remove it. One such host leaves the group out."""
+    imported = import_fleet(
+        [
+            route("1", "m", {}),
+            route("2", "m", {"api_base": "http://10.0.0.2:8000/v1", **params}),
+            route("3", "n", {"model": "hosted_vllm/org/n"}),
+        ],
+        "f",
+    )
+    (said,) = imported.left_out
+    assert said.startswith("model group m left out whole: 2: ") and reason in said, said
+    assert list(validates(imported)["models"]) == ["n"]
+
+
+def test_a_custom_llm_provider_equal_to_the_models_prefix_is_implied() -> None:
+    """LiteLLM's UI writes custom_llm_provider beside the prefix: that sends nothing elsewhere,
+    so the group is imported, without the key (the prefix says it)."""
+    imported = import_fleet([route("1", "m", {"custom_llm_provider": "hosted_vllm"})], "f")
+    assert imported.left_out == () and imported.routes == 1
+    assert "custom_llm_provider" not in imported.text
+    validates(imported)
+
+
 def test_a_credential_in_a_value_leaves_only_that_key_out() -> None:
     imported = import_fleet(
         [

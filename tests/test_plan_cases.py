@@ -1,10 +1,11 @@
 """Plans on plain data: each tests/cases/plan/*.yaml holds a fleet, the live routes a proxy would
 list, and the expected plan (pyinfra style: inputs, mocked live facts, expected output).
 
-A case may also say `source:` (the source the command line resolved, passed in as data) and
-`take_over: true`; a live entry may say `holds: model/host` (it carries that desired route's
-id), `as_id: ID` (a rendered route under LiteLLM's id: one the fleet adopted earlier) and
-`unlisted: true` (stored by LiteLLM, not listed by its router)."""
+A case may also say `source:` (the source the command line resolved, passed in as data),
+`take_over: true` and `litellm_version:` (the proxy's release; default: none known); a live
+entry may say `holds: model/host` (it carries that desired route's id), `as_id: ID` (a rendered
+route under LiteLLM's id: one the fleet adopted earlier) and `unlisted: true` (stored by
+LiteLLM, not listed by its router)."""
 
 from __future__ import annotations
 
@@ -144,7 +145,14 @@ def plan_for(case: dict[str, Any]) -> tuple[Plan, float]:
         route = parse_route(live_entry(spec, applied if spec.get("applied") else desired))
         if route is not None:
             (unlisted if spec.get("unlisted") else listed).append(route)
-    plan = make_plan(fleet, list(desired.values()), listed, unlisted, case.get("take_over", False))
+    plan = make_plan(
+        fleet,
+        list(desired.values()),
+        listed,
+        unlisted,
+        case.get("take_over", False),
+        case.get("litellm_version"),
+    )
     return plan, fleet.max_prune_percent
 
 
