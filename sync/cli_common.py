@@ -149,6 +149,7 @@ def connect(
     scrub.remember(api_key)
     import httpx
 
+    from .addresses import address_problem
     from .litellm import LiteLLMClient
 
     for url in urls:
@@ -163,10 +164,15 @@ def connect(
         try:
             parsed = httpx.URL(url)
             parsed.port  # noqa: B018  (httpx checks the port only when it is read)
-        except httpx.InvalidURL as exc:
+            host = parsed.host  # decodes an xn-- name: IDNAError, a ValueError
+        except (httpx.InvalidURL, ValueError) as exc:
             fail(f"proxy URL {strip_userinfo(url)!r} is not a valid address ({exc})")
-        if not parsed.host:
+        if not host:
             fail(f"proxy URL {strip_userinfo(url)!r} has no host")
+        if problem := address_problem(url):
+            # A host httpx takes but the resolver does not (a 64-character label), or one
+            # that is not printed as itself: the same rules as a host's api_base.
+            fail(f"proxy URL {problem}")
     return LiteLLMClient(
         urls,
         api_key,

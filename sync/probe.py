@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from .answers import printable
 from .bounded_http import AnswerLate, AnswerTooLarge, exchange
 from .credentials import is_reference
 from .fleet import Fleet
@@ -148,9 +149,14 @@ def ask(
     except httpx.TimeoutException:
         return f"no answer within {timeout:g}s"
     except httpx.ConnectError as exc:
-        return f"cannot connect: {exc}"
+        return printable(f"cannot connect: {exc}")
     except httpx.HTTPError as exc:
-        return f"{type(exc).__name__}: {exc}"
+        return printable(f"{type(exc).__name__}: {exc}")
+    except (httpx.InvalidURL, ValueError) as exc:
+        # No request could be built or sent to this address (httpx refuses the URL, the IDNA
+        # codec or the resolver the host name: UnicodeError is a ValueError): that host's
+        # verdict, like any other failure to answer.
+        return printable(f"invalid address: {exc}")
     if reply.status in (401, 403):
         if key is None:
             return NeedsKey(reply.status)

@@ -63,6 +63,9 @@ def _verify(http: httpx.Client, group: str, routes: Sequence[Route], timeout: fl
     except httpx.HTTPError as exc:
         reason = printable(f"{type(exc).__name__} {exc}")
         return Verified(group, False, f"no answer from the proxy: {reason}")
+    except (httpx.InvalidURL, ValueError) as exc:  # no request could be built or sent
+        reason = printable(f"invalid address: {exc}")
+        return Verified(group, False, f"no answer from the proxy: {reason}")
     route_id = _header(reply.headers, MODEL_ID_HEADER)
     api_base = _header(reply.headers, API_BASE_HEADER)
     ours = next((r for r in routes if r.id == route_id), None)
