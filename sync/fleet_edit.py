@@ -23,7 +23,9 @@ from ruamel.yaml.emitter import Emitter
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from .credentials import looks_like_credential
 from .fleet import address_problem, fleet_from_doc
+from .fleet_secrets import HIDDEN
 from .problems import FleetError, Problem
 from .yamlmarks import parse_yaml
 
@@ -112,6 +114,17 @@ def _get(mapping: MappingNode, key: str) -> tuple[ScalarNode, Node] | None:
     return None
 
 
+def _shown(value: Any) -> str:
+    """An address as the summary line shows it: as written when it is plain printable text,
+    escaped otherwise (a control character in the file's old value must not reach the
+    terminal or the pull request's title), hidden when it looks like a credential."""
+    if isinstance(value, str) and looks_like_credential(value):
+        return HIDDEN
+    if isinstance(value, str) and value.isprintable():
+        return value
+    return repr(value)
+
+
 def _names(items: list[str]) -> str:
     return ", ".join(repr(i) for i in items) or "none"
 
@@ -170,13 +183,14 @@ def edit_host(text: str, edit: HostEdit, file: str) -> Edited:
             new["enabled"] = False
         splices.append(_append_host(doc, hosts, new))
         hosts_data.append(new)
-        summary.append(f"{where}: added host {edit.host!r} at {edit.api_base}")
+        summary.append(f"{where}: added host {edit.host!r} at {_shown(edit.api_base)}")
     else:
         here = f"{where}.hosts[{index}]"
         host_data: dict[str, Any] = hosts_data[index]
         if edit.api_base is not None and host_data.get("api_base") != edit.api_base:
             splices.append(_set_scalar(doc, host, "api_base", edit.api_base, here))
-            summary.append(f"{here}.api_base: {host_data.get('api_base')} -> {edit.api_base}")
+            old = _shown(host_data.get("api_base"))
+            summary.append(f"{here}.api_base: {old} -> {_shown(edit.api_base)}")
             host_data["api_base"] = edit.api_base
         if edit.enabled is not None and host_data.get("enabled", True) is not edit.enabled:
             word = "true" if edit.enabled else "false"

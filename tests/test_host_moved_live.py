@@ -345,6 +345,41 @@ def test_injection_payloads_are_refused_by_set_host_and_nothing_runs(
     assert fake_github.calls == []
 
 
+def test_a_payload_address_no_client_can_reach_stops_at_set_host_before_github(
+    proxy: Proxy,
+    fake_github: FakeGitHub,
+    tmp_path: Path,
+    fleet_name: str,
+    read_key: str,
+    installed: dict[str, dict[str, str]],
+) -> None:
+    """Found by the outside attack: such an address passed set-host, the pull request was
+    opened, then the probe raised (httpx or the resolver cannot build the request) and the job
+    failed; a payload with terminal escapes was printed raw in set-host's summary line. Each is
+    refused by set-host (sync/addresses.py): the job ends there, GitHub is never called, and
+    nothing unprintable reaches the log."""
+    model = f"{fleet_name}-m"
+    repo = Repo(tmp_path, fake_github, fleet_name, model, read_key, installed)
+    for api_base in [
+        "http://xn--/v1",
+        "http://xn--a.com/v1",
+        "http://a\u00ad.com/v1",
+        "http://ex\u200dample.com/v1",
+        "http://\u2488x/v1",
+        "http://[v1.abc]/v1",
+        f"http://{'a' * 64}.example/v1",
+        "http://127.0.0.1:2/v1\x1b]0;pwned\x07",
+    ]:
+        run = repo.dispatch(proxy, tmp_path, {"model": model, "host": "a", "api_base": api_base})
+        output = run.stdout + run.stderr
+        assert not run.success and run.outputs["result"] == "error", (api_base, output)
+        assert "--api-base: " in output and "was not changed" in output, output
+        assert all(c.isprintable() or c in "\n\t" for c in output), ascii(output)
+        assert repo.fleet.read_bytes() == repo.original
+    assert fake_github.writes() == []
+    assert fake_github.calls == []
+
+
 def test_automerge_waits_when_the_new_address_serves_another_model(
     proxy: Proxy,
     fake_github: FakeGitHub,

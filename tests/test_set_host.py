@@ -161,6 +161,40 @@ def test_bad_address_is_refused_before_the_file_is_read() -> None:
         assert "secret" not in str(caught.value)
 
 
+def test_an_address_with_invisible_or_control_characters_is_refused_and_named() -> None:
+    """Found by the outside attack: a payload api_base carrying ESC ... BEL passed set-host and
+    its summary line wrote it raw to the log (a terminal title, the PR title). Refused, with
+    the character named and the address escaped."""
+    for address, named in [
+        ("http://127.0.0.1:2/v1\x1b]0;pwned\x07", "U+001B at position 22"),
+        ("http://a\u00ad.example/v1", "U+00AD SOFT HYPHEN"),
+        ("http://10.0.0.1/\u202ev1", "U+202E RIGHT-TO-LEFT OVERRIDE"),
+        ("http://10.0.0.1/v1\udcff", "U+DCFF"),  # an argument's invalid UTF-8 byte
+    ]:
+        with pytest.raises(ValueError, match="--api-base: ") as caught:
+            edit_host("not even yaml: [", HostEdit("m", "h", address), "fleet.yaml")
+        assert named in str(caught.value) and str(caught.value).isprintable()
+
+
+def test_the_summary_shows_an_old_address_escaped(tmp_path: Path) -> None:
+    """The address being replaced comes from the file, where a YAML escape can hold anything:
+    the summary line shows it escaped, never raw."""
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        "version: 1\nfleet: x\nmodels:\n  m:\n    served_model: a/b\n    hosts:\n"
+        '      - name: a\n        api_base: "http://127.0.0.1:1/v1\\e]0;x\\a"\n',
+        encoding="utf-8",
+    )
+    run = fleet_sync(
+        ["set-host", "m", "a", "--api-base", "http://127.0.0.1:2/v1", "-f", str(fleet)], cli_env()
+    )
+    assert run.code == 0, run.err
+    assert run.err == (
+        "models.m.hosts[0].api_base: 'http://127.0.0.1:1/v1\\x1b]0;x\\x07' -> "
+        "http://127.0.0.1:2/v1\n"
+    )
+
+
 # -- the command ---------------------------------------------------------------------------
 
 
