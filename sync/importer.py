@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 from .convergence import LITELLM_OWNS, PRICING
 from .credentials import has_userinfo, looks_like_credential
 from .fleet import DEFAULT_PROVIDER, address_problem, normalise_address
+from .fleet_text import surrogate
 from .import_rules import info_verdict, param_verdict, shown_key, shows_address
 from .import_yaml import COMMENT_WIDTH, fleet_text, wrap
 from .litellm_owned import (
@@ -268,6 +269,8 @@ def _model(hosts: list[_Host]) -> _Group | _No:
     served = {h.served_model for h in hosts}
     if any(looks_like_credential(s) for s in served):
         return _No("a served model looks like a credential (not shown)")
+    if any(surrogate(s) for s in served):
+        return _No("a served model holds a lone surrogate, which fleet.yaml cannot hold")
     if len(served) > 1:
         return _No(f"its routes serve different models ({', '.join(sorted(served))})")
     addresses = [normalise_address(h.api_base) for h in hosts]

@@ -242,6 +242,8 @@ def test_an_address_with_userinfo_leaves_its_group_out() -> None:
         ({"model": f"hosted_vllm/{MASTER}"}, "a served model looks like a credential"),
         ({"api_base": MASTER}, "api_base is not an address"),
         ({"api_base": f"https://h/{MASTER}/v1"}, "api_base looks like a credential"),
+        ({"model": "hosted_vllm/org/m\ud83d"}, "a served model holds a lone surrogate"),
+        ({"api_base": "http://10.0.0.1/\udcff"}, "U+DCFF"),
     ],
 )
 def test_a_group_fleet_yaml_cannot_hold_is_left_out_without_quoting_it(
