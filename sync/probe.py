@@ -152,11 +152,14 @@ def ask(
         return printable(f"cannot connect: {exc}")
     except httpx.HTTPError as exc:
         return printable(f"{type(exc).__name__}: {exc}")
-    except (httpx.InvalidURL, ValueError) as exc:
+    except UnicodeEncodeError as exc:  # a key no header can carry: its text is not shown
+        return f"the request could not be sent ({type(exc).__name__})"
+    except (httpx.InvalidURL, UnicodeError) as exc:
         # No request could be built or sent to this address (httpx refuses the URL, the IDNA
-        # codec or the resolver the host name: UnicodeError is a ValueError): that host's
-        # verdict, like any other failure to answer.
+        # codec or the resolver the host name): that host's verdict, like any other failure.
         return printable(f"invalid address: {exc}")
+    except ValueError as exc:  # any other request httpx cannot build: not shown either
+        return f"the request could not be sent ({type(exc).__name__})"
     if reply.status in (401, 403):
         if key is None:
             return NeedsKey(reply.status)

@@ -63,9 +63,13 @@ def _verify(http: httpx.Client, group: str, routes: Sequence[Route], timeout: fl
     except httpx.HTTPError as exc:
         reason = printable(f"{type(exc).__name__} {exc}")
         return Verified(group, False, f"no answer from the proxy: {reason}")
-    except (httpx.InvalidURL, ValueError) as exc:  # no request could be built or sent
+    except UnicodeEncodeError as exc:  # a key no header can carry: its text is not shown
+        return Verified(group, False, f"the request could not be sent ({type(exc).__name__})")
+    except (httpx.InvalidURL, UnicodeError) as exc:  # no request can be built for the URL
         reason = printable(f"invalid address: {exc}")
         return Verified(group, False, f"no answer from the proxy: {reason}")
+    except ValueError as exc:  # any other request httpx cannot build: not shown either
+        return Verified(group, False, f"the request could not be sent ({type(exc).__name__})")
     route_id = _header(reply.headers, MODEL_ID_HEADER)
     api_base = _header(reply.headers, API_BASE_HEADER)
     ours = next((r for r in routes if r.id == route_id), None)

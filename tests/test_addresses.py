@@ -91,8 +91,7 @@ def _client_can_build(address: str) -> None:
     Python's resolver encodes the host (its IDNA codec refuses an empty or overlong label)."""
     url = httpx.URL(address)
     assert url.port is None or 1 <= url.port <= 65535
-    with httpx.Client() as http:
-        http.build_request("GET", address.rstrip("/") + "/models")
+    httpx.Request("GET", address.rstrip("/") + "/models")  # what Client.build_request makes
     host = url.host
     if not host.startswith("[") and ":" not in host:
         host.encode("idna")
@@ -154,6 +153,15 @@ def test_the_probe_gives_each_unbuildable_address_its_own_verdict() -> None:
         assert verdict.state == "no_answer", verdict
         assert verdict.detail.startswith("invalid address: "), verdict.detail
         assert verdict.detail.isprintable()
+
+
+def test_a_key_no_header_can_carry_is_a_verdict_that_does_not_show_it() -> None:
+    """Not an address problem, and the key's text is never in the verdict."""
+    fleet = _fleet(["http://127.0.0.1:9/v1"])
+    key = "sk-\u00e9-not-latin-1-\u2603"
+    (verdict,) = probe_fleet(fleet, KeyTrust(None), timeout=2, environ={"UPSTREAM_KEY": key})
+    assert verdict.state == "no_answer"
+    assert verdict.detail == "the request could not be sent (UnicodeEncodeError)", verdict.detail
 
 
 def test_verify_through_an_unbuildable_proxy_url_is_a_verdict() -> None:
