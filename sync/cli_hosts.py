@@ -214,6 +214,8 @@ def import_command(
 
     if output is not None and output.exists():
         fail(f"{output} exists; choose another path or remove it first")
+    if output is not None and not output.parent.is_dir():
+        fail(f"{output}: the directory {output.parent} does not exist; nothing was read")
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_routes(client)
     imported = import_fleet(live, fleet_name, only)
@@ -230,7 +232,10 @@ def import_command(
     if output is None:
         click.echo(imported.text, nl=False)
     else:
-        scrub.write_text(output, imported.text)  # a file bound for git: the final scrub
+        try:
+            scrub.write_text(output, imported.text)  # a file bound for git: the final scrub
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror or exc}; nothing was written")
     for model, kept in imported.kept.items():
         click.echo(f"kept: {kept_warning(model, kept)}", err=True)
     click.echo(f"note: {API_KEY_NOTE}", err=True)

@@ -22,6 +22,10 @@ from .problems import FleetError, Problem
 MAX_BYTES = 4 * 1024 * 1024
 # A 10,000-host fleet is ~50-110k nodes; 200k leaves room while stopping billion-laughs expansion.
 MAX_NODES = 200_000
+# Far beyond what validate accepts (32 levels of values, sync/convergence.py) and far below
+# Python's recursion limit: a document nested deeper is refused here, located, never a
+# RecursionError (the composer and this converter recurse once per level).
+MAX_NESTING = 128
 
 JsonPath = tuple[str | int, ...]
 _PLAIN_TAGS = {
@@ -82,6 +86,8 @@ class _Converter:
 
     def convert(self, node: yaml.Node, path: JsonPath) -> Any:
         self.nodes += 1
+        if len(path) > MAX_NESTING:
+            raise FleetError([Problem(self.file, *_pos(node.start_mark), _TOO_DEEP)])
         if self.nodes > MAX_NODES:
             raise FleetError(
                 [
@@ -279,7 +285,20 @@ def _compose_fast(text: str) -> yaml.Node | None:
         loader.dispose()
 
 
+_TOO_DEEP = (
+    f"nested more than {MAX_NESTING} levels deep; fleet.yaml values may nest 32 levels at most"
+)
+
+
 def parse_yaml(text: str, file: str) -> YamlDoc:
+    try:
+        return _parse_yaml(text, file)
+    except RecursionError:
+        # PyYAML's composer recurses once per level before the converter can count them.
+        raise FleetError([Problem(file, 1, 1, _TOO_DEEP)]) from None
+
+
+def _parse_yaml(text: str, file: str) -> YamlDoc:
     with _collector_paused():
         node = _compose_fast(text)
         if node is not None:

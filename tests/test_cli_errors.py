@@ -83,3 +83,16 @@ def test_proxy_without_database_is_refused(
 def test_usage_errors_exit_1_not_2(tmp_path: Path) -> None:
     run = fleet_sync(["plan", "--no-such-flag"], dict(os.environ))
     assert run.code == 1 and "No such option" in run.err
+
+
+def test_import_into_a_missing_directory_is_one_sentence_before_any_read(tmp_path: Path) -> None:
+    """-o into a directory that is not there: said at once, nothing read (the address below
+    refuses connections, so reaching it would be a different error)."""
+    env = {**os.environ, "LITELLM_PROXY_URL": "http://127.0.0.1:9", "LITELLM_PROXY_API_KEY": "sk-x"}
+    out = tmp_path / "missing" / "fleet.yaml"
+    run = fleet_sync(["import", "-o", str(out)], env)
+    assert run.code == 1
+    assert (
+        run.err.strip()
+        == f"error: {out}: the directory {out.parent} does not exist; nothing was read"
+    )

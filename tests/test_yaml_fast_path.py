@@ -103,3 +103,19 @@ def test_the_scrub_reads_as_much_of_fleet_yaml_as_the_loader_accepts() -> None:
     from sync import scrub
 
     assert scrub.FLEET_READ_LIMIT == yamlmarks.MAX_BYTES
+
+
+@pytest.mark.parametrize("levels", [200, 500, 5_000, 100_000])
+def test_a_document_nested_too_deep_is_a_problem_never_a_recursion_error(
+    levels: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both composers recurse once per level: past what the converter counts, Python's
+    recursion limit would be a traceback."""
+    text = "x: " + "[" * levels + "]" * levels + "\n"
+    for fast in (True, False):
+        if not fast:
+            monkeypatch.setattr(yamlmarks, "_FAST_LOADER", None)
+        with pytest.raises(FleetError) as caught:
+            parse_yaml(text, "fleet.yaml")
+        (problem,) = caught.value.problems
+        assert "nested more than 128 levels deep" in problem.message
