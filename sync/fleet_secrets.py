@@ -55,8 +55,8 @@ def where(path: JsonPath) -> str:
 
 def quote(value: Any) -> str:
     """A value as a message quotes it; one that may be a credential (its shape, or random as
-    a key pasted in the wrong place is) is said, never shown. Every message quoting a value
-    from fleet.yaml, the command line or the proxy goes through here."""
+    a key pasted in the wrong place is) is said, never shown. validate's messages (the address
+    rules' too, which set-host and import ask) quote values through here."""
     return HIDDEN if isinstance(value, str) and not may_quote(value) else repr(value)
 
 
