@@ -19,14 +19,12 @@ from typing import Any
 from .convergence import LITELLM_OWNS, PRICING
 from .credentials import is_reference, looks_like_credential
 from .litellm_owned import (
-    COST_MAP_FIELD,
-    INFO_BOOKKEEPING,
-    LITELLM_INFO,
     NESTED_SHAPES,
     NEVER_LISTED,
     PARAM_DEFAULTS,
     ROUTING_SHAPES,
-    model_known,
+    bookkeeping,
+    model_information,
 )
 from .normalise import same
 from .redirects import REDIRECTS
@@ -90,11 +88,10 @@ def leftovers(live: Route, desired: Route, created: bool) -> Leftovers:
             carries[key] = value
         else:
             drops.append(f"litellm_params.{key}")
-    known = model_known(live.model_info, live.litellm_params)
     for key, value in sorted(live.model_info.items()):
         if value is None or key in desired.model_info or ("model_info", key) in written:
             continue
-        if _litellms(key, known) or key in live.litellm_params:  # LiteLLM mirrors params
+        if _litellms(key) or key in live.litellm_params:  # LiteLLM mirrors params
             continue
         drops.append(f"model_info.{key}")
     unseen = (
@@ -107,15 +104,16 @@ def leftovers(live: Route, desired: Route, created: bool) -> Leftovers:
     return Leftovers(carries, tuple(drops), unseen)
 
 
-def _litellms(key: str, known: bool) -> bool:
-    """A model_info key LiteLLM fills in itself (or fleet-sync's own tag)."""
+def _litellms(key: str) -> bool:
+    """A model_info key LiteLLM fills in itself (or fleet-sync's own tag): its bookkeeping, and
+    its model information, which it lists on every route of a model from its cost map or from
+    any route of the model (the replacement will list it as well)."""
     return (
         key.startswith(TAG_PREFIX)
-        or key in INFO_BOOKKEEPING
-        or key in LITELLM_INFO
+        or bookkeeping(key)
         or key in LITELLM_OWNS
         or PRICING.search(key) is not None
-        or (known and COST_MAP_FIELD.match(key) is not None)
+        or model_information(key)
     )
 
 

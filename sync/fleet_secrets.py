@@ -3,9 +3,11 @@ said without ever quoting them.
 
 fleet.yaml goes into git, its values into LiteLLM and into every plan: a credential anywhere in
 it (a model_info string, an address's path, a host name, a header in a list) is refused, located,
-with the fix. By key: a key named like a credential (api_key, Authorization, hfToken) holding a
-plain string in litellm_params or model_info, at any depth. By shape (sync/credentials.py): any
-key or string of the whole document. A reference os.environ/NAME is never a credential.
+with the fix. By key (sync/credentials.py named_credential), in litellm_params or model_info at
+any depth: a key named for a secret (api_key, Authorization, client_secret) holding a plain
+string, a key LiteLLM masks (X-RunPod-Key, vllm_serve_key) holding a random-looking one. By
+shape: any key or string of the whole document. A reference os.environ/NAME is never a
+credential. No message quotes a value that looks like a credential or random (quote).
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from .credentials import (
+    NAMED_SECRET,
     credential_kind,
     is_reference,
     looks_like_credential,
     mask_credentials,
-    written_out,
+    may_quote,
+    named_credential,
 )
 from .problems import Problem
 from .redirects import REDIRECTS
@@ -45,15 +49,17 @@ def where(path: JsonPath) -> str:
     out = ""
     for part in path:
         name = str(part) if str(part).isprintable() else repr(part)  # one problem, one line
-        if isinstance(part, str) and looks_like_credential(part):
+        if isinstance(part, str) and not may_quote(part):
             name = HIDDEN
         out += f"[{part}]" if isinstance(part, int) else (f".{name}" if out else name)
     return out or "top level"
 
 
 def quote(value: Any) -> str:
-    """A value as a message quotes it; one that may be a credential is said, never shown."""
-    return HIDDEN if isinstance(value, str) and looks_like_credential(value) else repr(value)
+    """A value as a message quotes it; one that may be a credential (its shape, or random as
+    a key pasted in the wrong place is) is said, never shown. validate's messages (the address
+    rules' too, which set-host and import ask) quote values through here."""
+    return HIDDEN if isinstance(value, str) and not may_quote(value) else repr(value)
 
 
 def holds_credential(value: Any) -> bool:
@@ -118,8 +124,13 @@ def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
             message = f"{where(at)}: {what} looks like a credential ({kind}); {FIX_MOVE}"
             yield problem(here, message, True)
         in_section = len(rest) >= 2 and rest[0] in {"litellm_params", "model_info"}
-        if in_section and isinstance(key, str) and written_out(key, item):
-            message = f"{where(here)}: a credential written out (its key's name says so)"
+        named = named_credential(key, item) if in_section and isinstance(key, str) else None
+        if named is not None:
+            message = (
+                f"{where(here)}: a credential written out ({named})"
+                if named == NAMED_SECRET
+                else f"{where(here)}: looks like a credential ({named})"
+            )
             yield problem(here, f"{message}; {_fix(size, rest)}", False)
             continue
         yield from _walk(item, here, problem)

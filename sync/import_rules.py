@@ -15,7 +15,9 @@ or is not one by its meaning:
 - a short allow-list of routing parameters, and only when the value has the narrow shape their
   meaning gives (``api_version: 2024-02-01``, ``region_name: us-east-1``, ``timeout: "600"``):
   a resolved key or URL does not have it;
-- model_info, which LiteLLM never resolves: its strings are what was written.
+- model_info, which LiteLLM never resolves: its strings are what was written, but a string
+  under a key LiteLLM's masker hides (runpod_key, vllm_serve_key, hf_token: a key, token, auth
+  or access segment), which may be a credential of a shape nothing can tell from a word.
 
 Every other value is left out of fleet.yaml, a whole top-level key at a time (LiteLLM's PATCH
 replaces a top-level value whole, so writing part of one would drop the rest): the route keeps
@@ -32,7 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .credentials import is_reference, looks_like_credential, written_out
+from .credentials import is_reference, looks_like_credential, masked_name, may_quote, written_out
 from .fleet import semantic_problems
 from .litellm_owned import NESTED_SHAPES, ROUTING_SHAPES
 from .normalise import masked_key
@@ -48,6 +50,7 @@ RESOLVED = "a string LiteLLM may have resolved from an os.environ/ secret"
 MASKED = "masked by LiteLLM"
 NESTED = "holds a string below the top level that import cannot tell from a secret"
 CREDENTIAL = "looks like a credential"
+SECRET_NAME = "a string under a key LiteLLM masks, which import cannot tell from a secret"
 NOT_FINITE = "infinity or NaN, which fleet.yaml cannot hold"
 REFUSED = "validate refuses it as listed"
 
@@ -81,8 +84,12 @@ def param_verdict(key: str, value: Any) -> Verdict:
 
 def info_verdict(key: str, value: Any) -> Verdict:
     """Whether import writes one model_info value: LiteLLM resolves and masks nothing there, so
-    it is what was written, unless it is a credential."""
-    return _common("model_info", key, value)
+    it is what was written, unless it is a credential or a string under a key LiteLLM's masker
+    hides (LiteLLM's own rule for what may be one: a number or a boolean there is written)."""
+    if (leave := _common("model_info", key, value)) is not None:
+        return leave
+    named = masked_name(key) or masked_key(key)
+    return Leave(SECRET_NAME) if named and any(True for _ in _strings(value, False)) else None
 
 
 def _common(section: str, key: str, value: Any) -> Verdict:
@@ -130,15 +137,11 @@ def _floats(value: Any) -> Iterator[float]:
 
 def shown_key(key: str) -> str:
     """A key as a message or a comment may quote it."""
-    plain = _SHOWN_KEY.fullmatch(key) is not None and not looks_like_credential(key)
+    plain = _SHOWN_KEY.fullmatch(key) is not None and may_quote(key)
     return key if plain else "(a key not shown: unusual characters)"
 
 
 def shows_address(address: str) -> bool:
     """Whether an api_base may be quoted in a message: an http(s) address without @ or anything
     credential-like in it (a value resolved from a reference may be anything)."""
-    return (
-        address.startswith(("http://", "https://"))
-        and "@" not in address
-        and not looks_like_credential(address)
-    )
+    return address.startswith(("http://", "https://")) and "@" not in address and may_quote(address)

@@ -23,18 +23,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .convergence import LITELLM_OWNS, PRICING
-from .credentials import has_userinfo, looks_like_credential
+from .credentials import has_userinfo, looks_like_credential, may_quote
 from .fleet import DEFAULT_PROVIDER, address_problem, normalise_address
+from .fleet_secrets import quote
 from .fleet_text import surrogate
 from .import_rules import info_verdict, param_verdict, shown_key, shows_address
 from .import_yaml import COMMENT_WIDTH, fleet_text, wrap
-from .litellm_owned import (
-    COST_MAP_FIELD,
-    INFO_BOOKKEEPING,
-    LITELLM_INFO,
-    PARAM_DEFAULTS,
-    model_known,
-)
+from .litellm_owned import PARAM_DEFAULTS, bookkeeping, model_information, model_known
 from .redirects import REDIRECTS, redirecting
 from .render import Route, canonical_json
 
@@ -45,6 +40,11 @@ RESERVED = {"model", "api_base", "api_key"}
 TAG_PREFIX = "fleet_sync_"
 # Prices fleet.yaml takes in litellm_params only: LiteLLM copies them into the listed model_info.
 PRICE_IN_INFO = "pricing in model_info, which fleet.yaml takes in litellm_params only"
+# LiteLLM lists another route's model information on every route serving the same model.
+SHARED_INFO = (
+    "model information LiteLLM lists on every route serving this model, from any of them: "
+    "import cannot tell this route's own"
+)
 _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
@@ -163,7 +163,7 @@ def _host(route: Route, fleet: str) -> _Host | _No:
     split = _provider_and_model(route)
     if split is None:
         model = route.litellm_params.get("model")
-        shown = "" if isinstance(model, str) and looks_like_credential(model) else f" {model!r}"
+        shown = "" if isinstance(model, str) and not may_quote(model) else f" {model!r}"
         return _No(f"model{shown} has no provider prefix (provider/model)")
     api_base = _address(route)
     if isinstance(api_base, _No):
@@ -183,7 +183,7 @@ def _host(route: Route, fleet: str) -> _Host | _No:
             host.params[key] = value
         else:
             host.kept[f"litellm_params.{shown_key(key)}"] = leave.why
-    info, priced = _route_info(route)
+    info, priced, shared = _route_info(route)
     for key, value in info.items():
         if (leave := info_verdict(key, value)) is None:
             host.info[key] = value
@@ -191,33 +191,36 @@ def _host(route: Route, fleet: str) -> _Host | _No:
             host.kept[f"model_info.{shown_key(key)}"] = leave.why
     for key in priced:
         host.kept[f"model_info.{shown_key(key)}"] = PRICE_IN_INFO
+    for key in shared:
+        host.kept[f"model_info.{shown_key(key)}"] = SHARED_INFO
     lost = _lost(route, host) if ours else None
     return host if lost is None else _No(lost)
 
 
-def _route_info(route: Route) -> tuple[dict[str, Any], list[str]]:
-    """The model_info its author set on the route, and the keys of prices set there (not
-    copied from litellm_params): without LiteLLM's bookkeeping and cost-map values, its copies
-    of litellm_params prices, and fleet-sync's tags."""
+def _route_info(route: Route) -> tuple[dict[str, Any], list[str], list[str]]:
+    """The model_info its author set on the route; the keys of prices set there (not copied
+    from litellm_params); and the fields of LiteLLM's model information it lists for a model
+    its cost map does not know (maybe another route's: LiteLLM shares them among the routes
+    of a model). Without LiteLLM's bookkeeping, its cost map's values, its copies of
+    litellm_params prices, and fleet-sync's tags."""
     params = route.litellm_params
     known = model_known(route.model_info, params)
     info: dict[str, Any] = {}
     priced: list[str] = []
+    shared: list[str] = []
     for key, value in sorted(route.model_info.items()):
-        if (
-            value is None
-            or key in INFO_BOOKKEEPING
-            or key in LITELLM_INFO
-            or key in LITELLM_OWNS
-            or key.startswith(TAG_PREFIX)
-            or (known and COST_MAP_FIELD.match(key))
-        ):
+        if value is None or bookkeeping(key) or key in LITELLM_OWNS or key.startswith(TAG_PREFIX):
             continue
-        if not PRICING.search(key):
+        if known and model_information(key):
+            continue  # the cost map's, prices included
+        if PRICING.search(key):
+            if key not in params or canonical_json(params[key]) != canonical_json(value):
+                priced.append(key)
+        elif model_information(key):
+            shared.append(key)
+        else:
             info[key] = value
-        elif key not in params or canonical_json(params[key]) != canonical_json(value):
-            priced.append(key)
-    return info, priced
+    return info, priced, shared
 
 
 def _lost(route: Route, host: _Host) -> str | None:
@@ -336,7 +339,7 @@ def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) 
         group = _No("; ".join(problems[name])) if name in problems else _model(groups[name])
         shown = name
         if not _MODEL_NAME.fullmatch(name):
-            shown = repr(name[:128])
+            shown = quote(name[:128])
             group = _No("its name is not one fleet.yaml takes (letters, digits and ._:/@+-)")
         if isinstance(group, _No):
             left_out.append(f"model group {shown} left out whole: {group.reason}")

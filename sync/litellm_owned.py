@@ -29,8 +29,11 @@ INFO_BOOKKEEPING = frozenset(
 )
 # model_info LiteLLM maintains itself, whatever the route.
 LITELLM_INFO = frozenset({"id", "key", "litellm_provider", "supported_openai_params"})
-# Fields LiteLLM fills in from its cost map (context window, prices, capabilities) when it knows
-# the model; for a model it knows they are its values, not the route's.
+# Fields of LiteLLM's model information (context window, prices, capabilities): it fills them in
+# from its cost map when it knows the model, and it shares what one route's model_info sets with
+# every route serving the same model (router.py _register_deployment_in_model_cost registers it
+# under the shared provider/model key; /v2/model/info fills a route's missing fields from it).
+# A listed value may therefore be the cost map's or another route's: never this route's for sure.
 COST_MAP_FIELD = re.compile(
     r"^(mode|max_(input_|output_)?tokens|.*cost.*|.*_per_.*|supports_.*|tpm|rpm|"
     r"output_vector_size|tiered_pricing|source|deprecation_date|metadata)$"
@@ -71,6 +74,18 @@ ROUTING_SHAPES: dict[str, re.Pattern[str]] = {
 NESTED_SHAPES: dict[str, re.Pattern[str]] = {
     "tags": re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:/-]{0,39}"),
 }
+
+
+def bookkeeping(key: str) -> bool:
+    """A model_info key LiteLLM keeps about the route itself or maintains whatever the route."""
+    return key in INFO_BOOKKEEPING or key in LITELLM_INFO
+
+
+def model_information(key: str) -> bool:
+    """A model_info field of LiteLLM's model information (COST_MAP_FIELD): what a listing
+    shows there may be the cost map's or another route's, so import never writes it and a
+    replacement never counts it as dropped."""
+    return COST_MAP_FIELD.match(key) is not None
 
 
 def model_known(model_info: Mapping[str, Any], litellm_params: Mapping[str, Any]) -> bool:

@@ -36,7 +36,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from .compare import ABSENT, shown
-from .credentials import is_reference, looks_like_credential, mask_credentials, strip_userinfo
+from .credentials import (
+    is_reference,
+    looks_like_credential,
+    mask_credentials,
+    strip_userinfo,
+    written_out,
+)
 from .plan import Change, Delete, Plan
 
 # Paths LiteLLM never resolves references on: shown as they are (the route's name and id, which
@@ -106,17 +112,24 @@ def without_userinfo(value: Any) -> Any:
 
 def desired_value(value: Any) -> Any:
     """A desired value as it may be shown: as fleet.yaml writes it, with user:password@ masked
-    and any string or key of a credential's shape hidden (validate refuses them; should one
-    get through, it is still not shown)."""
+    and any string or key of a credential's shape, or value its key's name calls one, hidden
+    (validate refuses them; should one get through, it is still not shown)."""
     if isinstance(value, Hidden):
         return value
     if _credential(value):
         return HIDDEN_CREDENTIAL
     if isinstance(value, Mapping):
-        return {_key(k, i): desired_value(v) for i, (k, v) in enumerate(value.items())}
+        return {
+            _key(k, i): HIDDEN_CREDENTIAL if _named(k, v) else desired_value(v)
+            for i, (k, v) in enumerate(value.items())
+        }
     if isinstance(value, list | tuple):
         return [desired_value(v) for v in value]
     return without_userinfo(value)
+
+
+def _named(key: Any, value: Any) -> bool:
+    return isinstance(key, str) and not isinstance(value, Hidden) and written_out(key, value)
 
 
 def shown_path(path: str) -> str:
@@ -153,9 +166,17 @@ def live_value(live: Any, desired: Any, path: str) -> Any:
             return HIDDEN_UNSET
         if live != desired and path.startswith("litellm_params."):
             return HIDDEN_DIFFERS
-        # Shown otherwise (a model_info string, as fleet.yaml sets it or edited by hand)
-        return HIDDEN_CREDENTIAL if looks_like_credential(live) else strip_userinfo(live)
+        # Shown otherwise (a model_info string, as fleet.yaml sets it or edited by hand), unless
+        # its shape or its key's name says it is a credential (X-RunPod-Key: <random>)
+        named = written_out(_last_key(path), live)
+        return HIDDEN_CREDENTIAL if named or looks_like_credential(live) else strip_userinfo(live)
     return live
+
+
+def _last_key(path: str) -> str:
+    """The key a value stands under: model_info.extra.runpod_key -> runpod_key (a list's
+    items stand under the list's key: headers[1] -> headers)."""
+    return re.sub(r"(\[\d+\])+$", "", path).rpartition(".")[2]
 
 
 def _child(desired: Any, key: Any) -> Any:

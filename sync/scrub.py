@@ -9,8 +9,9 @@ tracebacks and usage errors included), files written, the PR comment, the drift 
 summary, every body sent to GitHub.
 
 Which shapes (sync/credentials.py mask_tokens): issuers' tokens (ghp_, github_pat_, glpat-,
-xoxb-, hf_, ya29., AKIA/ASIA, AIza), JWTs, PEM private keys, and the value of a secret in a
-query (?api_key=***). Sound here because nothing fleet-sync writes itself has those shapes: a
+xoxb-, hf_, ya29., AKIA/ASIA, AIza, RunPod's rpa_, Groq's gsk_ and the other LLM providers' of
+that list), JWTs, PEM and PGP private keys, and the value of a secret in a query
+(?api_key=***, ?key=***). Sound here because nothing fleet-sync writes itself has those shapes: a
 plan hash is sha256: and hex, digests and route ids are hex and names joined by "-" (validate
 refuses these shapes in names), commit ids are hex, and the base64 of a git blob cannot hold one
 (each has a character base64 lacks, or is bounded by one). Not masked here, though validate

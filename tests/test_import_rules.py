@@ -24,11 +24,12 @@ from sync.import_rules import (
     NOT_FINITE,
     REFUSED,
     RESOLVED,
+    SECRET_NAME,
     Leave,
     info_verdict,
     param_verdict,
 )
-from sync.importer import Imported, import_fleet, kept_warning
+from sync.importer import SHARED_INFO, Imported, import_fleet, kept_warning
 from sync.render import Route, paths_record
 from sync.yamlmarks import parse_yaml
 
@@ -84,7 +85,15 @@ def test_param_verdict(key: str, value: Any, why: str | None) -> None:
         ("base_model", "gpt-4o", None),
         ("note", "os.environ/HOME", None),
         ("description", f"key {MASTER}", CREDENTIAL),
-        ("hf_token", "abc123", CREDENTIAL),  # a secret's name holding a string
+        ("hf_token", "abc123", SECRET_NAME),  # a key LiteLLM masks holding a string
+        ("hf_token", 3, None),  # a number is no secret
+        ("password", "abc123", CREDENTIAL),  # a key named for a secret holding a string
+        # A RunPod key and a vLLM --api-key under *_key: credentials by key and shape.
+        ("runpod_key", "GHMCS1UYUVJCSQQADZ7LJEN485HA4VPO", CREDENTIAL),
+        ("vllm_serve_key", "6fda865a-30a5-1a8e-cda0-434c44919d49", CREDENTIAL),
+        ("eos_token", "<|im_end|>", SECRET_NAME),  # no credential, but under a key LiteLLM masks
+        ("access_groups", ["team-a"], SECRET_NAME),
+        ("litellm_credential_name", "runpod-shared", None),  # LiteLLM does not mask it
         ("links", {"docs": "https://u:pw@h/x"}, CREDENTIAL),
         ("limits", {"max": None}, "validate refuses it as listed"),  # LiteLLM keeps no null
     ],
@@ -156,7 +165,8 @@ def test_what_cannot_be_written_stays_on_the_routes_and_is_named_not_quoted() ->
         "model m: litellm_params.access_tier (host 10.0.0.1-8000: masked by LiteLLM); "
         "litellm_params.organization (hosts 10.0.0.1-8000, 10.0.0.2-8000: a string LiteLLM may "
         "have resolved from an os.environ/ secret); model_info.hf_token (host 10.0.0.3-8000: "
-        "looks like a credential) stay on the live routes as they are, not in fleet.yaml (import "
+        "a string under a key LiteLLM masks, which import cannot tell from a secret) stay on the "
+        "live routes as they are, not in fleet.yaml (import "
         "cannot write them safely); to manage one, add it to fleet.yaml, a secret as "
         "os.environ/NAME"
     )
@@ -169,7 +179,9 @@ def test_what_cannot_be_written_stays_on_the_routes_and_is_named_not_quoted() ->
         "  #   litellm_params.organization (hosts 10.0.0.1-8000, 10.0.0.2-8000): a string LiteLLM "
         "may have",
         "  #       resolved from an os.environ/ secret",
-        "  #   model_info.hf_token (host 10.0.0.3-8000): looks like a credential",
+        "  #   model_info.hf_token (host 10.0.0.3-8000): a string under a key LiteLLM masks, which "
+        "import",
+        "  #       cannot tell from a secret",
         "  # To manage one, add it here, a secret as os.environ/NAME (set in the proxy).",
     ]
 
@@ -385,3 +397,36 @@ def test_a_model_name_fleet_yaml_cannot_hold_leaves_its_group_out() -> None:
         "model group 'bad name\\n' left out whole: its name is not one fleet.yaml takes "
         "(letters, digits and ._:/@+-)",
     )
+
+
+RUNPOD = "GHMCS1UYUVJCSQQADZ7LJEN485HA4VPO"
+UUID = "6fda865a-30a5-1a8e-cda0-434c44919d49"
+
+
+def test_model_info_keys_and_model_information_stay_on_the_route() -> None:
+    """A RunPod key and a vLLM --api-key under *_key names are credentials (never written); the
+    model information LiteLLM lists on this route may be another route's (LiteLLM shares it
+    among every route of the model, tests/test_import_model_info_live.py): never written either,
+    named as kept for a model the cost map does not know, left silently for one it knows."""
+    listed = {"max_input_tokens": 2048, "supports_vision": True, "mode": "chat"}
+    imported = import_fleet(
+        [
+            route("1", "m", {}, runpod_key=RUNPOD, vllm_serve_key=UUID, team="search", **listed),
+            route("2", "known", {"model": "openai/gpt-4o"}, key="gpt-4o", team="x", **listed),
+        ],
+        "f",
+    )
+    models = validates(imported)["models"]
+    assert models["m"]["model_info"] == {"team": "search"}
+    assert models["known"]["model_info"] == {"team": "x"}
+    said = everything(imported)
+    assert RUNPOD not in said and UUID not in said and "2048" not in imported.text
+    kept = {k.path: k.why for k in imported.kept["m"]}
+    assert kept == {
+        "model_info.runpod_key": CREDENTIAL,
+        "model_info.vllm_serve_key": CREDENTIAL,
+        "model_info.max_input_tokens": SHARED_INFO,
+        "model_info.mode": SHARED_INFO,
+        "model_info.supports_vision": SHARED_INFO,
+    }
+    assert "known" not in imported.kept  # LiteLLM's cost map values: nothing to say

@@ -42,6 +42,8 @@ REF = "os.environ/LITELLM_MASTER_KEY"
 TOKEN = "sk-abcdef0123456789abcdef"
 HEX = "312a4fe4d4b5c01d7d3037655277230c"
 RANDOM = "9naHVck6pbd4ZRj2SxphvDTwrzqwo72n"
+RUNPOD = "GHMCS1UYUVJCSQQADZ7LJEN485HA4VPO"  # a legacy RunPod key: 32 upper-case and digits
+UUID = "6fda865a-30a5-1a8e-cda0-434c44919d49"  # a vLLM --api-key
 
 
 @pytest.mark.parametrize(
@@ -99,7 +101,13 @@ RANDOM = "9naHVck6pbd4ZRj2SxphvDTwrzqwo72n"
         (HEX, HEX, "model_info.revision", HIDDEN_CREDENTIAL),
         (["ok", RANDOM], ["ok"], "model_info.tags", ["ok", HIDDEN_UNSET]),
         (f"http://10.0.0.1:8000/{TOKEN}/v1", MISSING, "litellm_params.api_base", HIDDEN_CREDENTIAL),
-        (f"http://{HEX}.example.com/v1", MISSING, "litellm_params.api_base", HIDDEN_CREDENTIAL),
+        (f"http://h:8000/{RUNPOD}/v1", MISSING, "litellm_params.api_base", HIDDEN_CREDENTIAL),
+        # A hex id in an address is an identifier (a Cloudflare account in a host or a path).
+        (f"http://{HEX}.h/v1", MISSING, "litellm_params.api_base", f"http://{HEX}.h/v1"),
+        # A random-looking string under a key LiteLLM masks is a credential; a word is not.
+        (UUID, "x", "model_info.vllm_serve_key", HIDDEN_CREDENTIAL),
+        (RUNPOD, "x", "model_info.extra.runpod_key", HIDDEN_CREDENTIAL),
+        ("<|im_end|>", "<|eot|>", "model_info.eos_token", "<|im_end|>"),
         (f"http://u:pw@h:1/{RANDOM}?k=1", MISSING, "litellm_params.api_base", HIDDEN_CREDENTIAL),
         (f"hosted_vllm/org/{TOKEN}", MISSING, "litellm_params.model", HIDDEN_CREDENTIAL),
         (TOKEN, MISSING, "model_info.fleet_sync_host", HIDDEN_CREDENTIAL),
@@ -308,7 +316,10 @@ def shaped_plan() -> Plan:
     ours["model_info"]["description"] = f"team {RANDOM}"
     hand = {
         "model_name": "m",
-        "litellm_params": {"model": "hosted_vllm/org/m", "api_base": f"http://{HEX}.h.example/v1"},
+        "litellm_params": {
+            "model": "hosted_vllm/org/m",
+            "api_base": f"http://10.0.0.9/{RUNPOD}/v1",
+        },
         "model_info": {"id": "hand-2", "note": f"owner {TOKEN}"},
     }
     live = [r for r in (parse_route(e) for e in (ours, hand)) if r]
@@ -324,7 +335,7 @@ def test_no_output_format_shows_a_live_value_of_a_credentials_shape() -> None:
         "json": json.dumps(plan_json(plan)),
     }
     for name, text in outputs.items():
-        for secret in (TOKEN, HEX, RANDOM):
+        for secret in (TOKEN, RUNPOD, RANDOM):
             assert secret not in text, (name, secret)
     assert f"litellm_params.api_base: {HIDDEN_CREDENTIAL} -> " in outputs["text"]
     assert f'model_info.description: {HIDDEN_CREDENTIAL} -> "team a"' in outputs["text"]
@@ -369,6 +380,14 @@ def test_a_desired_value_of_a_credentials_shape_is_hidden_too() -> None:
     assert desired_value({"a": [TOKEN, "ok", REF, 3], TOKEN: "x"}) == {
         "a": [HIDDEN_CREDENTIAL, "ok", REF, 3],
         f"{HIDDEN_CREDENTIAL} #2": "x",
+    }
+    # By its key's name too: a random-looking value under a key LiteLLM masks, any plain one
+    # under a key named for a secret; a word under the first is shown.
+    named = {"X-RunPod-Key": UUID, "password": "hunter2", "eos_token": "<|im_end|>"}
+    assert desired_value(named) == {
+        "X-RunPod-Key": HIDDEN_CREDENTIAL,
+        "password": HIDDEN_CREDENTIAL,
+        "eos_token": "<|im_end|>",
     }
     assert field_values("model_info.x", ABSENT, f"http://u:p@h/{RANDOM}") == (
         ABSENT,

@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from sync.cli import main
-from sync.credentials import looks_secret
+from sync.credentials import written_out
 from sync.fleet import address_problem, load_fleet, schema
 from sync.problems import FleetError, Problem
 from sync.render import render
@@ -440,10 +440,10 @@ def lookalikes_fleet() -> dict[str, Any]:
                 # References pass only at the top level (LiteLLM resolves none below it).
                 "extra_body": {"x": [v for v in MUST_PASS if not v.startswith("os.environ/")]},
             },
-            # As keys too, but those the key-name rule reads as secret (Token limits...).
+            # As keys too, but those the key-name rules read as secret (Password reset...).
             "model_info": {
                 "notes": MUST_PASS,
-                "by": {v: v for v in MUST_PASS if not looks_secret(v)},
+                "by": {v: v for v in MUST_PASS if not written_out(v, v)},
             },
             "hosts": [
                 {"name": names[index % len(names)], "api_base": addresses[index % len(addresses)]}
@@ -480,3 +480,52 @@ def test_an_address_problem_never_quotes_a_credential(address: str) -> None:
     """set-host and import ask address_problem directly: it must not quote one either."""
     problem = address_problem(address)
     assert problem is not None and TOKEN not in problem, problem
+
+
+@pytest.mark.parametrize(
+    "pasted",
+    [
+        "GHMCS1UYUVJCSQQADZ7LJEN485HA4VPO",  # a RunPod key: credential-shaped
+        "q3gQdooEKGQKcFpg938E4b6e",  # 24 random characters: too short for a shape
+        "6fda865a-30a5-1a8e-cda0-434c44919d49",  # a vLLM --api-key
+        "http://h:8000/v1 q3gQdooEKGQKcFpg938E4b6e",
+    ],
+)
+def test_a_key_pasted_as_an_address_is_never_quoted(pasted: str) -> None:
+    """A key pasted where the address goes is not an address, and the message saying so does
+    not quote it (validate, set-host and import all ask address_problem)."""
+    problem = address_problem(pasted)
+    assert problem is not None and "q3gQdoo" not in problem and pasted not in problem, problem
+    assert "(hidden: looks like a credential)" in problem
+
+
+FALSE_POSITIVES = """\
+version: 1
+fleet: valtest
+models:
+  cf-gateway:
+    served_model: Qwen/Qwen3-8B
+    litellm_params:
+      litellm_credential_name: runpod-shared
+      extra_headers: {X-Trace-Token: request-id-from-gateway}
+    hosts:
+      - name: a
+        api_base: https://gateway.ai.cloudflare.com/v1/0123456789abcdef0123456789abcdef/gw/openai
+      - {name: r2, api_base: "https://e1f2a3b4c5d6e7f8a9b0c1d2e3f4a5b6.r2.cloudflarestorage.com"}
+  special-tokens:
+    served_model: Qwen/Qwen3-8B
+    model_info: {eos_token: "<|im_end|>", pad_token: "<|endoftext|>", auth_type: bearer}
+    hosts:
+      - {name: rk-3588-npu-node-01, api_base: "http://10.0.0.7:8000/v1"}
+      - {name: sk-production-fleet, api_base: "http://10.0.0.8:8000/v1"}
+"""
+
+
+def test_what_the_attack_saw_refused_that_is_no_credential_passes(tmp_path: Path) -> None:
+    """A Cloudflare AI Gateway (its account id: 32 hex in the path) and an R2 host, LiteLLM's
+    own reference to its credential store, special tokens under *_token keys, and host names
+    that start like a key: none is a credential."""
+    path = tmp_path / "fleet.yaml"
+    path.write_text(FALSE_POSITIVES, encoding="utf-8")
+    fleet = load_fleet(path)
+    assert [m.name for m in fleet.models] == ["cf-gateway", "special-tokens"]
