@@ -505,8 +505,9 @@ fleet: valtest
 models:
   cf-gateway:
     served_model: Qwen/Qwen3-8B
+    # (litellm_credential_name is no credential either, but validate refuses it for another
+    # reason: the named credential may carry base_url; tests/cases/invalid/91-*.)
     litellm_params:
-      litellm_credential_name: runpod-shared
       extra_headers: {X-Trace-Token: request-id-from-gateway}
     hosts:
       - name: a
