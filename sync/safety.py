@@ -94,9 +94,9 @@ def foreign_duplicates(plan: Plan) -> list[str]:
         out.append(
             f"{delete.model_name} host {host}: route {delete.id} would be deleted as a duplicate "
             f"while route {kept} serves the host; fleet-sync did not create {delete.id}, so it "
-            f"may hold what LiteLLM never lists ({', '.join(delete.may_drop)}), the only api_key "
-            f"that works for all anyone can tell, and nothing can take it over; delete the wrong "
-            f"one of {delete.id} and {kept} by hand (the plan then keeps the other), or --force "
-            "required"
+            f"may hold what LiteLLM never lists ({', '.join(delete.may_drop)}): perhaps the only "
+            "api_key that works, which no read of the proxy can tell and nothing can take over; "
+            f"delete the wrong one of {delete.id} and {kept} by hand (the plan then keeps the "
+            "other), or --force required"
         )
     return out

@@ -18,7 +18,7 @@ from sync.compare import ABSENT
 from sync.fleet import normalise_address
 from sync.litellm_owned import NEVER_LISTED
 from sync.normalise import readable
-from sync.plan import Create, Delete, Plan
+from sync.plan import Create, Delete, Plan, Update
 from sync.render import (
     TAG_HOST,
     TAG_PREFIX,
@@ -29,6 +29,7 @@ from sync.render import (
     with_generation,
     with_id,
 )
+from sync.rollback import restore
 from sync.safety import MIN_OWNED_FOR_PERCENT, refusals
 
 from .fleetgen import World, worlds
@@ -342,6 +343,33 @@ def test_no_route_fleet_sync_did_not_create_goes_unrefused_while_its_host_is_wan
             continue
         assert f"route {route.id} " in refused, f"{route.id} deleted\n{explain(world, plan)}"
         event("a route fleet-sync did not create, refused")
+
+
+@given(worlds())
+def test_writing_back_an_update_restores_every_stored_value_it_changed(world: World) -> None:
+    """An update LiteLLM stored but did not load is written back (sync/rollback.py) from what
+    the plan read: where it can be, the stored row is afterwards what it was before the update,
+    every key of it; where it cannot, the reason names one the update changed."""
+    plan = world.plan()
+    for change in plan.of("update"):
+        assert isinstance(change, Update)
+        proxy = copy.deepcopy(world.proxy)
+        before = copy.deepcopy(proxy.rows[change.id])
+        if change.removes:
+            proxy.remove_keys(change.id, [path.split(".", 1)[1] for path in change.removes])
+        proxy.patch(change.id, change.route.deployment())
+        undo = restore(change)
+        if isinstance(undo, str):
+            event("an update that cannot be written back")
+            continue
+        proxy.patch(change.id, undo.route.deployment())
+        after = proxy.rows[change.id]
+        assert (after.model_name, after.litellm_params, after.model_info) == (
+            before.model_name,
+            before.litellm_params,
+            before.model_info,
+        ), explain(world, plan)
+        event("an update written back")
 
 
 @given(worlds(), st.randoms(use_true_random=False))
