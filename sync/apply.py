@@ -72,6 +72,7 @@ class _Written:
     # written: answered as done; ambiguous: the answers left it open. Both are read back.
     state: Literal["written", "ambiguous", "failed", "skipped"]
     detail: str
+    not_served: bool = False  # LiteLLM answered it stored the write and its router dropped it
 
     @property
     def ok(self) -> bool:
@@ -125,7 +126,10 @@ def apply_plan(
     ]
     written += _run_stage("delete", todo, client, concurrency, written, progress)
     reader.wait([w for w in written if w.ok])
-    outcomes = [_settle(o, reader, client) for o in reader.outcomes(written)]
+    outcomes = [
+        _settle(o, w, reader, client)
+        for o, w in zip(reader.outcomes(written), written, strict=True)
+    ]
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
 
@@ -191,7 +195,7 @@ def _write(change: Change, client: LiteLLMClient) -> _Written:
     except _Ambiguous as exc:
         return _Written(change, "ambiguous", str(exc))
     except _NotServed as exc:
-        return _Written(change, "failed", str(exc))
+        return _Written(change, "failed", str(exc), not_served=True)
     except ProxyError as exc:
         if exc.kind in FATAL:
             raise
@@ -310,17 +314,24 @@ def _delete(change: Delete, client: LiteLLMClient) -> str:
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
-def _settle(outcome: Outcome, reader: _ReadBack, client: LiteLLMClient) -> Outcome:
-    """An update every pod still lists with its previous values after the deadline was stored
-    but not loaded: failed, its previous values written back where they can be."""
+def _settle(outcome: Outcome, w: _Written, reader: _ReadBack, client: LiteLLMClient) -> Outcome:
+    """An update LiteLLM stored but its router did not load is failed, its previous values
+    written back where they can be: one every pod still lists with its previous values after
+    the deadline (1.108, 1.110: the routers keep them), or one LiteLLM answered it stored and
+    no longer serves (1.98: the router of the pod that took it drops the route)."""
     change = outcome.change
-    listings = [reader.last[u] for u in client.urls if u in reader.last]
-    if outcome.status != "unconfirmed" or not isinstance(change, Update):
+    if not isinstance(change, Update):
         return outcome
-    if len(listings) != len(client.urls) or not still_previous(change, listings):
-        return outcome
-    detail = undo(change, reader.timeout, client)
-    return Outcome(change, "failed", detail, outcome.lagging)
+    if w.not_served:
+        why = "the pod that took it answered that its router no longer lists the route"
+    else:
+        listings = [reader.last[u] for u in client.urls if u in reader.last]
+        if outcome.status != "unconfirmed" or len(listings) != len(client.urls):
+            return outcome
+        if not still_previous(change, listings):
+            return outcome
+        why = f"every pod still lists the previous values after {reader.timeout:g}s"
+    return Outcome(change, "failed", undo(change, why, client), outcome.lagging)
 
 
 def _shows(change: Change, by_id: dict[str, Route]) -> bool:

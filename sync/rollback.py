@@ -102,13 +102,13 @@ def _writable(key: str, value: Any) -> bool:
     )
 
 
-def undo(change: Update, timeout: float, client: LiteLLMClient) -> str:
-    """Write back the previous values of an update every pod still lists with them (the router
-    did not load it), then read them back. Returns what happened, for a failed outcome."""
+def undo(change: Update, why: str, client: LiteLLMClient) -> str:
+    """Write back the previous values of an update LiteLLM stored and its router did not load
+    (`why`: how that is known), then read them back. Returns what happened, for a failed
+    outcome."""
     from .litellm import ProxyError
 
-    stored = "LiteLLM stored the update but could not load it (every pod still lists the "
-    stored += f"previous values after {timeout:g}s)"
+    stored = f"LiteLLM stored the update but could not load it ({why})"
     previous = restore(change)
     if isinstance(previous, str):
         return (

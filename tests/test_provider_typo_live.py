@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sync.litellm import LiteLLMClient
 from sync.render import route_id
 
@@ -63,13 +65,15 @@ def test_a_proxy_that_does_not_list_its_providers_is_said_and_the_plan_goes_on(
     assert f"note: {note}" in run.err
 
 
+@pytest.mark.litellm_matrix
 def test_an_update_the_router_does_not_load_is_written_back(
     proxy: Proxy, tmp_path: Path, fleet_name: str
 ) -> None:
-    """One pod is enough: the pod taking the PATCH reloads at once, and keeps the previous
-    values when it cannot load the new ones. The proof the database holds them again is
-    LiteLLM's: a later PATCH of the route is loaded (the router merges it with the stored
-    row), which it never is while the stored row holds the typo."""
+    """One pod is enough: the pod taking the PATCH reloads at once. 1.108 and 1.110 answer 200
+    and keep serving the previous values; 1.98 answers 500 "saved to the database, but ... not
+    live" and serves no route for the host. The proof the database holds the previous values
+    again is LiteLLM's: a later PATCH of the route is loaded (the router merges it with the
+    stored row), which it never is while the stored row holds the typo."""
     model = f"{fleet_name}-m"
     path = tmp_path / "fleet.yaml"
     with cleaned(proxy, model):
