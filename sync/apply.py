@@ -5,7 +5,9 @@ A write counts only once the router lists it (what clients route on): LiteLLM ca
 it then fails to load ("saved to the database, but ... not live"), and a database lookup would
 find that row. A model group's deletes (replacements included) run only after every create and
 update of that group is listed, so a group never loses its last serving route to a write that
-serves nothing."""
+serves nothing. An update every pod still lists with its previous values at the deadline was
+stored but not loaded: its previous values are written back where they can be
+(sync/rollback.py), so a pod that starts later loads what the others serve."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from .litellm import ErrorKind, LiteLLMClient, ProxyError
 from .plan import Change, Create, Delete, Plan, Update
 from .progress import Progress, Silent
 from .render import Route
+from .rollback import still_previous, undo
 
 Status = Literal["done", "failed", "unconfirmed", "skipped"]
 WRITE_ATTEMPTS = 3
@@ -69,6 +72,7 @@ class _Written:
     # written: answered as done; ambiguous: the answers left it open. Both are read back.
     state: Literal["written", "ambiguous", "failed", "skipped"]
     detail: str
+    not_served: bool = False  # LiteLLM answered it stored the write and its router dropped it
 
     @property
     def ok(self) -> bool:
@@ -122,7 +126,10 @@ def apply_plan(
     ]
     written += _run_stage("delete", todo, client, concurrency, written, progress)
     reader.wait([w for w in written if w.ok])
-    outcomes = reader.outcomes(written)
+    outcomes = [
+        _settle(o, w, reader, client)
+        for o, w in zip(reader.outcomes(written), written, strict=True)
+    ]
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
 
@@ -188,7 +195,7 @@ def _write(change: Change, client: LiteLLMClient) -> _Written:
     except _Ambiguous as exc:
         return _Written(change, "ambiguous", str(exc))
     except _NotServed as exc:
-        return _Written(change, "failed", str(exc))
+        return _Written(change, "failed", str(exc), not_served=True)
     except ProxyError as exc:
         if exc.kind in FATAL:
             raise
@@ -307,6 +314,26 @@ def _delete(change: Delete, client: LiteLLMClient) -> str:
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
+def _settle(outcome: Outcome, w: _Written, reader: _ReadBack, client: LiteLLMClient) -> Outcome:
+    """An update LiteLLM stored but its router did not load is failed, its previous values
+    written back where they can be: one every pod still lists with its previous values after
+    the deadline (1.108, 1.110: the routers keep them), or one LiteLLM answered it stored and
+    no longer serves (1.98: the router of the pod that took it drops the route)."""
+    change = outcome.change
+    if not isinstance(change, Update):
+        return outcome
+    if w.not_served:
+        why = "the pod that took it answered that its router no longer lists the route"
+    else:
+        listings = [reader.last[u] for u in client.urls if u in reader.last]
+        if outcome.status != "unconfirmed" or len(listings) != len(client.urls):
+            return outcome
+        if not still_previous(change, listings):
+            return outcome
+        why = f"every pod still lists the previous values after {reader.timeout:g}s"
+    return Outcome(change, "failed", undo(change, why, client), outcome.lagging)
+
+
 def _shows(change: Change, by_id: dict[str, Route]) -> bool:
     if isinstance(change, Delete):
         return change.id not in by_id
@@ -330,6 +357,7 @@ class _ReadBack:
         self.progress = progress
         self.seen: dict[tuple[str, str, str], bool] = {}
         self.errors: dict[str, str] = {}
+        self.last: dict[str, dict[str, Route]] = {}  # each pod's latest listing, by id
 
     def _key(self, w: _Written, url: str) -> tuple[str, str, str]:
         return (w.change.id, w.change.action, url)
@@ -349,6 +377,7 @@ class _ReadBack:
                     self.errors[url] = str(exc)
                     continue
                 self.errors.pop(url, None)
+                self.last[url] = by_id
                 for w in pending:
                     key = self._key(w, url)
                     self.seen[key] = self.seen.get(key, False) or _shows(w.change, by_id)

@@ -6,13 +6,15 @@ lists. Apart from the keys fleet-sync wrote and fleet.yaml dropped (the reason f
 replacement), each top-level key the old route lists is either carried to the new route (its
 value cannot be a secret LiteLLM resolved: a number, a boolean, a reference, a routing-shaped
 string — the rules `import` writes by) or shown as dropped, never with its value. What LiteLLM
-never lists (api_key, ...) a route fleet-sync did not create may hold unseen: the safety rails
-refuse to replace such a route.
+never lists (api_key, ...) any route may hold unseen unless fleet-sync recorded writing it
+(`fleet_sync_paths`): a person may have set it by hand on a route fleet-sync created, and a
+route it adopted may hold the portal's. The plan names those keys; the safety rails refuse to
+replace a route fleet-sync did not create.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,10 +69,8 @@ def _strings(value: Any) -> list[str]:
     return []
 
 
-def leftovers(live: Route, desired: Route, created: bool) -> Leftovers:
-    """What `live` holds beyond `desired` (the route about to replace it). `created`: fleet-sync
-    created `live` (its id derives from the host's), so it holds what LiteLLM never lists only
-    as fleet-sync wrote it."""
+def leftovers(live: Route, desired: Route) -> Leftovers:
+    """What `live` holds beyond `desired` (the route about to replace it)."""
     written = {path[:2] for path in live.written or {}}
     carries: dict[str, Any] = {}
     drops: list[str] = []
@@ -94,14 +94,16 @@ def leftovers(live: Route, desired: Route, created: bool) -> Leftovers:
         if _litellms(key) or key in live.litellm_params:  # LiteLLM mirrors params
             continue
         drops.append(f"model_info.{key}")
-    unseen = (
-        ()
-        if created
-        else tuple(
-            f"litellm_params.{key}" for key in sorted(NEVER_LISTED - desired.litellm_params.keys())
-        )
-    )
-    return Leftovers(carries, tuple(drops), unseen)
+    return Leftovers(carries, tuple(drops), unseen(live, desired.litellm_params))
+
+
+def unseen(live: Route, kept: Collection[str] = ()) -> tuple[str, ...]:
+    """The keys LiteLLM never lists that `live` may hold without anyone seeing them: every one
+    fleet-sync did not record writing there (a key set by hand, or by whoever created the
+    route), except the `kept` litellm_params keys (fleet.yaml sets them on the route that
+    stays)."""
+    written = {path[1] for path in live.written or {} if path[0] == "litellm_params"}
+    return tuple(f"litellm_params.{key}" for key in sorted(NEVER_LISTED - written - set(kept)))
 
 
 def _litellms(key: str) -> bool:

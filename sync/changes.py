@@ -40,10 +40,13 @@ class Create(RouteChange):
     # (it may be a secret LiteLLM resolved). Paths, never values: the replaced route's keys
     # that fleet.yaml does not set and the new route carries over (sync/carry.py), the ones it
     # lists that the new route will not have, and those LiteLLM never lists that it may hold
-    # unseen (fleet-sync did not create it: the safety rails refuse the replacement).
+    # unseen (fleet-sync did not record writing them: set by hand, or by a portal).
     carries: tuple[str, ...] = ()
     drops: tuple[str, ...] = ()
     may_drop: tuple[str, ...] = ()
+    # The replaced route is not one fleet-sync created (LiteLLM's id, adopted): whatever it may
+    # hold unseen is likely there (a portal's api_key), so the safety rails refuse it.
+    foreign: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,10 @@ class Delete(RouteChange):
     removes: tuple[str, ...] = ()  # the keys whose removal replaces this route
     replacement: Route | None = None  # the route created in its place (shapes `before`)
     listed: bool = True  # False: a stored row the router does not list (it serves nothing)
+    # A route fleet-sync did not create: the keys LiteLLM never lists that go with it (paths).
+    # For a duplicate (its host keeps serving through another route) the safety rails refuse
+    # it: it may hold the only api_key that works.
+    may_drop: tuple[str, ...] = ()
 
     @property
     def prune(self) -> bool:

@@ -318,9 +318,42 @@ def read_live(
     except ProxyError as exc:
         fail(str(exc))
     release = read_release(client)
-    if past.note:  # said once the proxy was read: a failed read is one line, its error
-        click.echo(f"note: {past.note}", err=True)
-    return LiveState(listed, unlisted, release.version, (past.note,) if past.note else ())
+    notes = [n for n in (past.note, check_providers(client, fleet, listed)) if n]
+    for note in notes:  # said once the proxy was read: a failed read is one line, its error
+        click.echo(f"note: {note}", err=True)
+    return LiveState(listed, unlisted, release.version, tuple(notes))
+
+
+def check_providers(client: LiteLLMClient, fleet: Fleet, listed: Sequence[Route]) -> str | None:
+    """Stop (exit 1, nothing written) when a route fleet.yaml renders names a provider the
+    proxy does not know: LiteLLM would store it and never load it (sync/providers.py). Returns
+    a note when a pod does not list its providers (the check is then made with the others)."""
+    from . import providers
+    from .render import render
+
+    answers = {url: client.read_providers(url) for url in client.urls}
+    lists = [a for a in answers.values() if isinstance(a, frozenset)]
+    unread = [f"{u}: {a}" for u, a in answers.items() if isinstance(a, str)]
+    note = (
+        f"the proxy did not list the providers it knows ({'; '.join(unread)}): a provider it "
+        "does not know is not caught before writing"
+        if unread
+        else None
+    )
+    if not lists:
+        return note
+    names = providers.known(frozenset.intersection(*lists), listed, os.environ)
+    problems = providers.unknown(render(fleet), names)
+    if problems:
+        for line in problems:
+            click.echo(f"error: {line}", err=True)
+        fail(
+            f"{len(problems)} route(s) of fleet.yaml name a provider the proxy does not know "
+            "(GET /public/providers): LiteLLM would store them and never load them. Fix the "
+            f"provider, or, if the proxy does load it (a custom provider of its config), add it "
+            f"to {providers.EXTRA_VARIABLE}; nothing was sent to the proxy"
+        )
+    return note
 
 
 def current_plan(

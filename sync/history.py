@@ -5,9 +5,11 @@ A row LiteLLM stored but cannot serve (a provider typo: "saved to the database, 
 found only by a search of its model group (`/v2/model/info?model=G&search=G`), so a plan looks
 in every group the fleet could have written rows in: those fleet.yaml declares now, those with
 listed routes of the fleet, and those any version of fleet.yaml in the history reachable from
-HEAD declared. Nothing is cached across runs. The read is cheap for long histories: one
-`git log` lists the versions (blobs) of the file, each distinct blob is read once through git's
-object database, and the keys of its top-level `models:` mapping are read from the text where
+HEAD declared, under its path or any path it was renamed or copied from (`git mv fleet.yaml
+fleets/prod.yaml`: the versions before the move count too). Nothing is cached across runs. The
+read is cheap for long histories: one `git log` lists the versions (blobs) of the file at each
+of its paths, each distinct blob is read once through git's object database, and the keys of
+its top-level `models:` mapping are read from the text where
 the layout is plain block style (libyaml parses the version otherwise, and a version it cannot
 read is skipped). The quick read never misses a key YAML reads; on a broken version it may read
 one more, which costs one request (tests/test_history.py). When the history cannot be read
@@ -35,6 +37,10 @@ _KEY = re.compile(
 )
 
 
+# A rename or copy in `git show --name-status -z`: R or C and the similarity, then two paths.
+_STATUS = re.compile(r"[RC][0-9]{1,3}")
+
+
 @dataclass(frozen=True)
 class PastGroups:
     """Model groups some version of fleet.yaml declared, and why the list may be short."""
@@ -55,9 +61,12 @@ def declared_groups(fleet_file: Path) -> PastGroups:
     )
     groups: set[str] = set()
     try:
-        whole = each_version(fleet_file, lambda text: groups.update(model_keys(text)))
+        read = [
+            each_version(p, lambda text: groups.update(model_keys(text))) for p in paths(fleet_file)
+        ]
     except GitRefError:
         return PastGroups(note=f"{fleet_file} is not in a git repository: {unread}")
+    whole = all(read)
     if whole:
         return PastGroups(frozenset(groups))
     return PastGroups(
@@ -65,6 +74,55 @@ def declared_groups(fleet_file: Path) -> PastGroups:
         "fleet.yaml's git history is cut short (a shallow clone: check out with "
         f"fetch-depth: 0): {unread}",
     )
+
+
+def paths(fleet_file: Path) -> list[Path]:
+    """`fleet_file` and every path it was renamed or copied from in the history reachable from
+    HEAD, followed back through each commit that added it under a path (a rename or copy is
+    found within that commit, whatever else it changed: git's rename and copy detection, copies
+    from any file). Raises GitRefError outside a repository."""
+    from .gitref import _repo
+
+    repo = _repo(fleet_file.resolve().parent)
+    import git
+
+    root = Path(repo.working_tree_dir or ".").resolve()
+    start = fleet_file.resolve().relative_to(root).as_posix()
+    found, todo = {start}, [start]
+    while todo:
+        name = todo.pop()
+        try:  # each commit that added the file under this name (any branch merged into HEAD)
+            added = repo.git.log(
+                "--full-history",
+                "-m",
+                "--no-renames",
+                "--diff-filter=A",
+                "--format=%H",
+                "HEAD",
+                "--",
+                name,
+            )
+        except git.GitCommandError:
+            return [fleet_file]  # no commit yet: no history
+        for sha in sorted(set(added.split())):
+            shown = repo.git.show(
+                "-m",
+                "-M",
+                "-C",
+                "--find-copies-harder",
+                "--diff-filter=RC",
+                "--format=",
+                "--name-status",
+                "-z",
+                sha,
+            )
+            fields = shown.split("\0")
+            for at, status in enumerate(fields[:-2]):
+                old, new = fields[at + 1], fields[at + 2]
+                if _STATUS.fullmatch(status.strip()) and new == name and old not in found:
+                    found.add(old)
+                    todo.append(old)
+    return [root / name for name in sorted(found)]
 
 
 def model_keys(text: str) -> frozenset[str]:

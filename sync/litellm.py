@@ -205,6 +205,17 @@ class LiteLLMClient:
                 return printable(version)[:40]  # it is printed: no terminal control from a proxy
         return None
 
+    def read_providers(self, url: str) -> frozenset[str] | str:
+        """The providers LiteLLM lists at GET /public/providers (its LlmProviders, 1.98.1 to
+        1.110.2; no key needed), or why it could not be read."""
+        try:
+            data = self._send("GET", f"{url}/public/providers", write=False)
+        except ProxyError as exc:
+            return str(exc)
+        if not isinstance(data, list) or not all(isinstance(p, str) for p in data):
+            return "GET /public/providers did not answer a list of names"
+        return frozenset(data)
+
     def key_role(self) -> str | None:
         """The user role of the key in use (proxy_admin_viewer, ...), or None when the proxy does
         not say: the master key has no key row, and a proxy may refuse either lookup."""

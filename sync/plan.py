@@ -4,12 +4,12 @@ conflicts, plan hash."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from .carry import carrying, leftovers
+from .carry import carrying, leftovers, unseen
 from .changes import Change as Change
 from .changes import Conflict as Conflict
 from .changes import Create as Create
@@ -21,7 +21,7 @@ from .changes import Withheld as Withheld
 from .compare import diff, prune_before, removed_keys, shown, update_before
 from .fleet import Fleet
 from .health import HostHealth
-from .identity import HostRoutes, match_hosts
+from .identity import Extra, HostRoutes, address, created, match_hosts
 from .ownership import claim
 from .render import Route, canonical_json, generation, with_generation, with_id
 from .versions import LiteLLMRelease
@@ -136,6 +136,8 @@ def change_json(change: Change) -> dict[str, Any]:
         out["reason"] = change.reason
         if change.replaced_by:
             out["replaced_by"] = change.replaced_by
+        if change.may_drop:
+            out["may_drop"] = list(change.may_drop)
     if isinstance(change, Update | Delete):
         if change.removes:
             out["removes"] = list(change.removes)
@@ -216,17 +218,13 @@ def make_plan(
             )
         elif change is not None:
             updates.append(change)
-        deletes += [
-            Delete(
-                old,
-                why,
-                replaced_by=target.id,
-                replacement=target if old.id in adopted else None,
-                listed=old.id not in dead,
-            )
-            for old, why in found.extras
-        ]
-    deletes += _orphans(fleet, owned, adopted, hosts, dead)
+        deletes += [_extra(extra, route, target, adopted, dead) for extra in found.extras]
+    orphans = _orphans(fleet, owned, adopted, hosts, dead, desired_by_id.keys())
+    renamed = _renames(creates, orphans, desired_by_id.keys())
+    creates = [renamed.get(c.id, c) for c in creates]
+    deletes += [renamed.get(d.id, d) for d in orphans]
+    successors = {c.id: c.route for c in renamed.values() if isinstance(c, Create)}
+    serving = [successors.get(r.id, r) for r in serving]
 
     def order(c: Change) -> tuple[str, str, str]:
         return (c.model_name, c.host or "", c.id)
@@ -251,18 +249,45 @@ def make_plan(
     )
 
 
+# Said beside the delete of a route fleet-sync did not create: nothing read from the proxy shows
+# what it holds that LiteLLM never lists, and nothing can take it over.
+NOT_CREATED = (
+    "; this route was not created by fleet-sync: its api_key and other values LiteLLM never "
+    "lists go with it"
+)
+
+
+def _extra(
+    extra: Extra, desired: Route, target: Route, adopted: set[str], dead: set[str]
+) -> Delete:
+    """The delete of another route of a host than the one that serves it (`target`). A route
+    fleet-sync did not create may hold keys LiteLLM never lists that the serving route does
+    not (a portal's working api_key beside a stale one): the safety rails refuse its delete."""
+    old = extra.route
+    may_drop = () if extra.created else unseen(old, desired.litellm_params)
+    return Delete(
+        old,
+        extra.reason + (NOT_CREATED if may_drop else ""),
+        replaced_by=target.id,
+        replacement=target if old.id in adopted else None,
+        listed=old.id not in dead,
+        may_drop=may_drop,
+    )
+
+
 def _orphans(
     fleet: Fleet,
     owned: dict[str, Route],
     adopted: set[str],
     hosts: dict[str, HostRoutes],
     dead: set[str],
-) -> list[Change]:
+    desired_ids: Set[str],
+) -> list[Delete]:
     """Prunes of the owned routes no desired host has: drained or removed hosts, untagged
     routes at an address fleet.yaml does not list for their model."""
-    kept = {r.id for h in hosts.values() for r in (h.current, *(e for e, _ in h.extras))}
+    kept = {r.id for h in hosts.values() for r in (h.current, *(e.route for e in h.extras))}
     drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
-    out: list[Change] = []
+    out: list[Delete] = []
     for route in owned.values():
         if route.id in kept:
             continue
@@ -273,7 +298,47 @@ def _orphans(
             reason = f"host {route.host} is drained (enabled: false)"
         else:
             reason = f"host {route.host or '?'} is no longer in fleet.yaml"
-        out.append(Delete(route, reason, listed=listed))
+        may_drop = () if created(route, desired_ids) else unseen(route)
+        reason += NOT_CREATED if may_drop else ""
+        out.append(Delete(route, reason, listed=listed, may_drop=may_drop))
+    return out
+
+
+def _renames(
+    creates: Sequence[Change], orphans: Sequence[Delete], desired_ids: Set[str]
+) -> dict[str, Change]:
+    """A prune in the same plan as a create at the same address in the same model group (a
+    host fleet-sync created, renamed) is a replacement: the new route carries what it can of
+    the old one and the plan names what it may lose, and the old route is deleted once the new
+    one is listed, not counted as lost. By id, the changes that take their place. (A route
+    fleet-sync did not create is never such a prune: identity adopts it under the new name.)"""
+    new = {
+        (c.model_name, address(c.route)): c
+        for c in creates
+        if isinstance(c, Create) and not c.replaces and c.route.api_base
+    }
+    out: dict[str, Change] = {}
+    for old in sorted(orphans, key=lambda d: (not d.listed, -generation(d.id)[1], d.id)):
+        create = new.pop((old.model_name, address(old.route)), None)
+        if create is None or not old.route.api_base:
+            continue
+        left = leftovers(old.route, create.route)
+        successor = carrying(create.route, left.carries)
+        out[create.id] = Create(
+            successor,
+            replaces=old.id,
+            diff=diff(old.route, successor),
+            carries=tuple(f"litellm_params.{key}" for key in left.carries),
+            drops=left.drops,
+            may_drop=left.unseen,
+            foreign=not created(old.route, desired_ids),
+        )
+        out[old.id] = Delete(
+            old.route,
+            f"{old.reason}; host {create.host} at the same address replaces it",
+            replaced_by=successor.id,
+            listed=old.listed,
+        )
     return out
 
 
@@ -291,8 +356,8 @@ def _converge(
     derived id, or LiteLLM's id for a route the fleet adopted. Returns (the route that will
     serve, the change, the keys removed)."""
     base, n = generation(current.id)
-    created = base == desired.id  # fleet-sync created it (under the host's derived id)
-    target = with_generation(desired, n) if created else with_id(desired, current.id)
+    ours = base == desired.id  # fleet-sync created it (under the host's derived id)
+    target = with_generation(desired, n) if ours else with_id(desired, current.id)
     changes = diff(current, target)
     removes = removed_keys(changes, target)
     listed = current.id not in dead
@@ -302,10 +367,10 @@ def _converge(
         update = Update(target, before=current, diff=changes, listed=listed, removes=removes)
         return target, update, ()
     # The next generation of the derived id; for an adopted route the first free one.
-    n = n + 1 if created else 1
+    n = n + 1 if ours else 1
     while with_generation(desired, n).id in live_by_id:  # held by a route not this fleet's
         n += 1
-    left = leftovers(current, desired, created)
+    left = leftovers(current, desired)
     successor = carrying(with_generation(desired, n), left.carries)
     replace = Create(
         successor,
@@ -314,6 +379,7 @@ def _converge(
         carries=tuple(f"litellm_params.{key}" for key in left.carries),
         drops=left.drops,
         may_drop=left.unseen,
+        foreign=not ours,
     )
     return successor, replace, removes
 

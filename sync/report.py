@@ -114,8 +114,8 @@ def _leftovers(change: Create) -> list[str]:
         )
     if change.may_drop:
         out.append(
-            f"may drop (LiteLLM never lists them; fleet-sync did not create {change.replaces}): "
-            + ", ".join(change.may_drop)
+            "may drop (LiteLLM never lists them; fleet-sync did not write them on "
+            f"{change.replaces}): " + ", ".join(change.may_drop)
         )
     return out
 

@@ -45,7 +45,7 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
                 f"model {model} would be left with no routes while fleet.yaml still declares it "
                 f"({len(pruned)} pruned); enable a host, or --force required"
             )
-    reasons += unseen_keys(plan)
+    reasons += unseen_keys(plan) + foreign_duplicates(plan)
     for conflict in plan.conflicts:
         reasons.append(
             f"{conflict.desired.model_name} host {conflict.desired.host}: id {conflict.id} is "
@@ -59,12 +59,15 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
 def unseen_keys(plan: Plan) -> list[str]:
     """A replacement of a route fleet-sync did not create (it kept LiteLLM's id when the fleet
     adopted it) would lose whatever it holds that LiteLLM never lists: nothing read from the
-    proxy can carry it to the new route."""
+    proxy can carry it to the new route. (A route fleet-sync created holds such a key only if a
+    person set it by hand: the plan names it, and the rails let it pass.)"""
     removing = {c.id: c.removes for c in plan.changes if isinstance(c, Delete) and c.removes}
     out = []
     for create in plan.changes:
-        if not isinstance(create, Create) or not create.replaces or not create.may_drop:
+        if not isinstance(create, Create) or not create.replaces:
             continue
+        if not create.foreign or not create.may_drop:
+            continue  # fleet-sync created the old route: the plan names what it may drop
         keys = removing.get(create.replaces, ())
         removes = ", ".join(keys) or "what fleet.yaml removed"
         redirects = [k for k in keys if k.removeprefix("litellm_params.") in REDIRECTS]
@@ -82,5 +85,28 @@ def unseen_keys(plan: Plan) -> list[str]:
             f"route cannot carry them; {keep}on LiteLLM >= 1.109 apply removes a litellm_params "
             "key in place; or set api_key (and any other such key the host needs) in "
             "fleet.yaml, then --force required"
+        )
+    return out
+
+
+def foreign_duplicates(plan: Plan) -> list[str]:
+    """The delete of a route fleet-sync did not create while its host keeps serving through
+    another route: it may hold the only api_key that works (LiteLLM retries a 401 on the host's
+    other route, so both seem to serve), and which one holds it no read of the proxy can tell,
+    so the choice is left to a person."""
+    serving = {r.id: r for r in plan.serving}
+    out = []
+    for delete in plan.changes:
+        if not isinstance(delete, Delete) or not delete.may_drop or not delete.replaced_by:
+            continue
+        kept = delete.replaced_by
+        host = serving[kept].host if kept in serving else delete.host
+        out.append(
+            f"{delete.model_name} host {host}: route {delete.id} would be deleted as a duplicate "
+            f"while route {kept} serves the host; fleet-sync did not create {delete.id}, so it "
+            f"may hold what LiteLLM never lists ({', '.join(delete.may_drop)}): perhaps the only "
+            "api_key that works, which no read of the proxy can tell and nothing can take over; "
+            f"delete the wrong one of {delete.id} and {kept} by hand (the plan then keeps the "
+            "other), or --force required"
         )
     return out

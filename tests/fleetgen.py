@@ -401,21 +401,25 @@ class Builder:
 
     def place_others(self) -> None:
         draw, put = self.draw, self.put
-        # Routes tagged with this fleet's name for hosts it no longer renders (drained,
-        # removed), from this source, no source or another one. Sometimes many: the
-        # prune-percentage rule starts at 10 owned routes.
+        # Routes tagged with this fleet's name for hosts it may no longer render (drained,
+        # removed, renamed), from this source, no source or another one, under the id
+        # fleet-sync derives or LiteLLM's (adopted earlier), at any address. Sometimes many:
+        # the prune-percentage rule starts at 10 owned routes.
         pairs = draw(st.permutations([(m, h) for m in MODELS for h in HOSTS]))
         crowded = draw(st.integers(0, 3)) == 0
         for model, host in pairs[: draw(st.integers(8, 16) if crowded else st.integers(0, 6))]:
-            rid = route_id(FLEET, model, host)
-            deployment = portal_route(rid, model, ADDRESSES[0])
+            ours = draw(st.booleans())
+            rid = route_id(FLEET, model, host) if ours else f"litellm-{model}-{host}"
+            deployment = portal_route(rid, model, draw(st.sampled_from(ADDRESSES)))
+            if not ours:
+                self.hand_keys(deployment)
             info = deployment["model_info"]
             info.update({TAG_FLEET: FLEET, TAG_HOST: host, TAG_DIGEST: "0" * 16})
             source = draw(st.sampled_from([None, None, SOURCE, OTHER_SOURCE]))
             if source:
                 info[TAG_SOURCE] = source
             how = draw(st.sampled_from(["db", "db", "db", "unlisted"]))
-            put(deployment, f"tagged {FLEET} (source {source}), not rendered", how)
+            put(deployment, f"tagged {FLEET} for host {host} (source {source})", how)
         # Other fleets', untagged and config-file routes, in and outside the fleet's groups.
         others = st.tuples(
             st.sampled_from(["other_fleet", "untagged", "config", "unlisted_other_fleet"]),

@@ -119,3 +119,35 @@ def test_a_shallow_clone_or_no_repository_is_said_never_silent(tmp_path: Path) -
     past = declared_groups(alone / "fleet.yaml")
     assert past.groups == frozenset() and past.note is not None
     assert "not in a git repository" in past.note and "were not looked for" in past.note
+
+
+def test_versions_before_a_rename_or_a_copy_count(tmp_path: Path) -> None:
+    """attack-b f3 (ii): a group declared (and applied) while fleet.yaml lived at another path
+    and removed there, then the file moved back. Renames and copies are followed through the
+    commits that added the file, on any branch merged into HEAD, edited in the same commit or
+    not; a file that only shares a name later is read too (one request more, never one less)."""
+    repo = git.Repo.init(tmp_path, initial_branch="main")
+    fleet = tmp_path / "fleet.yaml"
+    commit(repo, fleet, fleet_text("a"), "one")
+    (tmp_path / "fleets").mkdir()
+    repo.index.move(["fleet.yaml", "fleets/prod.yaml"])
+    repo.index.commit("move")
+    moved = tmp_path / "fleets" / "prod.yaml"
+    commit(repo, moved, fleet_text("a", "typo-mv"), "add a group")
+    commit(repo, moved, fleet_text("a"), "drop it")
+    repo.index.move(["fleets/prod.yaml", "fleet.yaml"])
+    repo.index.commit("move back")
+    # A side branch copies it, declares a group in the copy, drops it, and renames the copy
+    # over another name; the merge brings the copy in as fleets/staging.yaml.
+    repo.create_head("side").checkout()
+    staging = tmp_path / "fleets" / "staging.yaml"
+    staging.write_text(fleet_text("a") + "# copied\n", encoding="utf-8")
+    repo.index.add([str(staging)])
+    repo.index.commit("copy")
+    commit(repo, staging, fleet_text("a", "side-copy") + "# copied\n", "group in the copy")
+    commit(repo, staging, fleet_text("b") + "# copied\n", "other groups")
+    repo.heads.main.checkout()
+    repo.git.merge("side", "--no-ff", "-m", "merge side")
+    assert declared_groups(fleet).groups == {"a", "typo-mv"}
+    # The copy's history goes on through the file it was copied from.
+    assert declared_groups(staging).groups == {"a", "typo-mv", "side-copy", "b"}

@@ -129,7 +129,10 @@ def test_a_row_of_a_group_fleet_yaml_no_longer_declares_is_found_and_pruned(
         write_fleet(path, fleet_name, {typo: {"hosts": {"a": bad}}, kept: {"hosts": {"b": NEW}}})
         repo.index.add(["fleet.yaml"])
         repo.index.commit("two groups, one with a provider typo")
-        done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+        # Refused before writing since (GET /public/providers): let it through as for a
+        # provider the proxy loads without listing it, to make the row LiteLLM cannot serve.
+        typo_env = {**env(proxy), "FLEET_SYNC_EXTRA_PROVIDERS": "hosted_vlm"}
+        done = fleet_sync(["apply", "-f", str(path)], typo_env)
         assert done.code == 4, done.out + done.err
         rid = route_id(fleet_name, typo, "a")
         assert stored(proxy, rid) and proxy.ids(typo) == []  # stored, not served
@@ -190,7 +193,9 @@ def test_a_replacement_carries_readable_hand_added_keys_and_names_the_rest(
         assert (create["action"], create["id"], create["replaces"]) == ("create", f"{rid}-g2", rid)
         assert create["carries"] == ["litellm_params.rpm"]
         assert create["drops"] == ["litellm_params.organization", "model_info.team"]
-        assert "may_drop" not in create  # fleet-sync created the old route: nothing unseen
+        # fleet-sync created the old route and wrote no api_key there: one set by hand would
+        # go unseen (LiteLLM never lists it), so the plan names it, and the rails let it pass.
+        assert "litellm_params.api_key" in create["may_drop"]
         assert (delete["action"], delete["replaced_by"]) == ("delete", f"{rid}-g2")
         shown = json.dumps(plan["changes"]) + fleet_sync(["plan", "-f", str(path)], env(proxy)).out
         assert "org-3f9a2c" not in shown and "team-7d1e4b" not in shown  # paths, never values
@@ -205,3 +210,97 @@ def test_a_replacement_carries_readable_hand_added_keys_and_names_the_rest(
         assert route is not None and route["litellm_params"]["rpm"] == 5
         assert "organization" not in route["litellm_params"]
         assert plan_json(path, proxy, 0)["changes"] == []
+
+
+def test_a_host_renamed_at_its_address_keeps_the_route_and_key_it_was_adopted_with(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """attack-b f2: `import` names a host after its address; renaming it in fleet.yaml is an
+    update of the adopted route's host tag (same id, the portal's api_key kept), never a create
+    plus a prune. Draining it says what goes with the route."""
+    model = f"{fleet_name}-m"
+    upstream = Upstream("R", [f"org/{model}"], key=KEY).start()
+    path = tmp_path / "fleet.yaml"
+    try:
+        with cleaned(proxy, model), proxy.http() as http:
+            params = {"model": f"hosted_vllm/org/{model}", "api_base": upstream.url, "api_key": KEY}
+            answer = http.post("/model/new", json={"model_name": model, "litellm_params": params})
+            assert answer.status_code == 200, answer.text
+            rid = answer.json()["model_id"]
+            imported = upstream.url.split("//", 1)[1].split("/", 1)[0].replace(":", "-")
+            fleet: dict[str, Any] = {model: {"hosts": {imported: upstream.url}}}
+            write_fleet(path, fleet_name, fleet, owns="model_groups")
+            done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+            assert done.code == 0, done.out + done.err
+
+            write_fleet(path, fleet_name, {model: {"hosts": {"runpod-a": upstream.url}}})
+            plan = plan_json(path, proxy, 2)
+            (change,) = plan["changes"]
+            assert (change["action"], change["id"], change["host"]) == ("update", rid, "runpod-a")
+            tag = [d for d in change["diff"] if d["path"] == "model_info.fleet_sync_host"]
+            assert tag == [
+                {
+                    "path": "model_info.fleet_sync_host",
+                    "before": imported,
+                    "after": "runpod-a",
+                    "checked": "read",
+                }
+            ]
+            done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+            assert done.code == 0, done.out + done.err
+            assert proxy.ids(model) == [rid]
+            assert chat(proxy, model) == "R"
+            assert upstream.authorizations[-1] == f"Bearer {KEY}"  # the portal's key survived
+            assert plan_json(path, proxy, 0)["changes"] == []
+
+            drained = {"runpod-a": {"name": "runpod-a", "api_base": upstream.url, "enabled": False}}
+            write_fleet(path, fleet_name, {model: {"hosts": drained}})
+            (delete,) = plan_json(path, proxy, 2)["changes"]
+            assert (delete["action"], delete["id"]) == ("delete", rid)
+            assert "not created by fleet-sync: its api_key" in delete["reason"]
+            assert "litellm_params.api_key" in delete["may_drop"]
+    finally:
+        upstream.stop()
+
+
+def test_two_portal_routes_at_one_address_are_refused_not_thinned(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """attack-b f1: a portal left two routes for one host, one with a stale key. Deleting
+    either as a duplicate may lose the only key that works, and nothing read from the proxy
+    says which: apply refuses, naming both, and writes nothing. Once a person deletes the stale
+    one, the other is adopted in place and requests reach the upstream with its key."""
+    model = f"{fleet_name}-m"
+    upstream = Upstream("D", [f"org/{model}"], key=KEY).start()
+    path = tmp_path / "fleet.yaml"
+    stale, right = f"{fleet_name}-0-stale", f"{fleet_name}-1-right"
+    try:
+        with cleaned(proxy, model), proxy.http() as http:
+            for rid, key in ((stale, "stale-key-the-upstream-refuses"), (right, KEY)):
+                params = {"model": f"hosted_vllm/org/{model}", "api_base": upstream.url}
+                body = {
+                    "model_name": model,
+                    "litellm_params": {**params, "api_key": key},
+                    "model_info": {"id": rid},
+                }
+                assert http.post("/model/new", json=body).status_code == 200
+            write_fleet(
+                path, fleet_name, {model: {"hosts": {"h": upstream.url}}}, owns="model_groups"
+            )
+            done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+            assert done.code == 3, done.out + done.err
+            assert (
+                f"route {right} would be deleted as a duplicate while route {stale} serves"
+                in done.err
+            )
+            assert f"delete the wrong one of {right} and {stale} by hand" in done.err
+            assert proxy.ids(model) == [stale, right]  # nothing written
+
+            assert http.post("/model/delete", json={"id": stale}).status_code == 200
+            done = fleet_sync(["apply", "-f", str(path)], env(proxy))
+            assert done.code == 0, done.out + done.err
+            assert proxy.ids(model) == [right]
+            assert chat(proxy, model) == "D"
+            assert upstream.authorizations[-1] == f"Bearer {KEY}"
+    finally:
+        upstream.stop()

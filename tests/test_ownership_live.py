@@ -71,13 +71,16 @@ def test_unknown_provider_create_fails_keeps_the_route_and_shows_in_the_next_pla
     untagged route the group would lose (at an address fleet.yaml no longer lists) keeps
     serving, and the stored row stays visible (and removable) in later plans."""
     model = f"{fleet_name}-m"
+    # plan and apply refuse a provider the proxy does not list before writing: let it through
+    # as for one the proxy loads without listing it, to see what LiteLLM does with the write.
+    environ = {**env(proxy), "FLEET_SYNC_EXTRA_PROVIDERS": "hosted_vlm"}
     portal = hand_route(proxy, model, THIRD)
     fleet = tmp_path / "fleet.yaml"
     typo = {"name": "a", "api_base": OLD, "provider": "hosted_vlm"}
     write_fleet(fleet, fleet_name, {model: {"hosts": {"a": typo}}}, owns="model_groups")
     rid = route_id(fleet_name, model, "a")
 
-    done = run(["apply", "-f", str(fleet), "--format", "json"], env(proxy))
+    done = run(["apply", "-f", str(fleet), "--format", "json"], environ)
     assert done.code == 4, done.out + done.err
     outcomes = {(o["action"], o["id"]): o for o in json.loads(done.out)["outcomes"]}
     create = outcomes[("create", rid)]
@@ -87,24 +90,24 @@ def test_unknown_provider_create_fails_keeps_the_route_and_shows_in_the_next_pla
     assert proxy.ids(model) == [portal]  # the model still has its serving route
     assert stored(proxy, rid)  # ... and LiteLLM kept the row it does not serve
 
-    code, plan = plan_json(fleet, env(proxy))
+    code, plan = plan_json(fleet, environ)
     assert code == 2
     changes = {(c["action"], c["id"]): c for c in plan["changes"]}
     assert changes[("update", rid)]["listed"] is False
     assert ("delete", portal) in changes
-    text = run(["plan", "-f", str(fleet)], env(proxy)).out
+    text = run(["plan", "-f", str(fleet)], environ).out
     assert "not listed by the router" in text
 
     # The host goes (another one serves the model): the stored row is pruned from the database.
     write_fleet(fleet, fleet_name, {model: {"hosts": {"b": NEW}}}, owns="model_groups")
-    code, plan = plan_json(fleet, env(proxy))
+    code, plan = plan_json(fleet, environ)
     changes = {(c["action"], c["id"]): c for c in plan["changes"]}
     assert changes[("delete", rid)]["listed"] is False
-    done = run(["apply", "-f", str(fleet)], env(proxy))
+    done = run(["apply", "-f", str(fleet)], environ)
     assert done.code == 0, done.out + done.err
     assert proxy.ids(model) == [route_id(fleet_name, model, "b")]
     assert not stored(proxy, rid)
-    assert plan_json(fleet, env(proxy))[0] == 0
+    assert plan_json(fleet, environ)[0] == 0
 
 
 def test_a_create_the_router_never_lists_blocks_its_groups_deletes(

@@ -5,7 +5,7 @@ A case may also say `source:` (the source the command line resolved, passed in a
 `take_over: true` and `litellm_version:` (the proxy's release; default: none known); a live
 entry may say `holds: model/host` (it carries that desired route's id), `as_id: ID` (a rendered
 route under LiteLLM's id: one the fleet adopted earlier) and `unlisted: true` (stored by
-LiteLLM, not listed by its router)."""
+LiteLLM, not listed by its router). `expect.absent` lists what the plan must not say."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import yaml
 
 from sync.fleet import Fleet, fleet_from_doc
 from sync.litellm import parse_route
-from sync.plan import Change, Create, Delete, Plan, Update, make_plan
+from sync.plan import NOT_CREATED, Change, Create, Delete, Plan, Update, make_plan
 from sync.redaction import plan_json
 from sync.render import Route, render, with_generation, with_id
 from sync.report import IGNORED_SHOWN, plan_text
@@ -112,7 +112,10 @@ def describe(change: Change) -> list[str]:
     if isinstance(change, Delete):
         head = f"delete {change.id}" + (" replaced" if change.replaced_by else "")
         listed = [] if change.listed else [f"{head} not listed"]
-        return [head, f"{head}: {change.reason}", *listed]
+        reason, note, _ = change.reason.partition(NOT_CREATED)
+        noted = [f"{head} not created by fleet-sync"] if note else []
+        dropped = [f"{head} may drop {p}" for p in change.may_drop]
+        return [head, f"{head}: {reason}", *listed, *noted, *dropped]
     head = f"{change.action} {change.model_name}/{change.host}"
     left: list[str] = []
     if isinstance(change, Create) and change.replaces:
@@ -121,6 +124,7 @@ def describe(change: Change) -> list[str]:
         left += [f"{head} carries {p}" for p in change.carries]
         left += [f"{head} drops {p}" for p in change.drops]
         left += [f"{head} may drop {p}" for p in change.may_drop]
+        left += [f"{head} not created by fleet-sync"] if change.foreign else []
     listed = [f"{head} not listed"] if isinstance(change, Update) and not change.listed else []
     return (
         [head, f"{head} id {change.id}", *listed, *left]
@@ -164,6 +168,8 @@ def test_plan_case(path: Path) -> None:
     described = [line for change in plan.changes for line in describe(change)]
     for wanted in expect["changes"]:
         assert wanted in described, f"{wanted!r} not in {described}"
+    for unwanted in expect.get("absent", []):
+        assert unwanted not in described, f"{unwanted!r} in {described}"
     assert len(plan.changes) == expect.get("count", len(expect["changes"])), described
     ignored = {i.route.id: i.reason for i in plan.ignored}
     assert set(ignored) == set(expect["ignored"])

@@ -18,16 +18,18 @@ from sync.compare import ABSENT
 from sync.fleet import normalise_address
 from sync.litellm_owned import NEVER_LISTED
 from sync.normalise import readable
-from sync.plan import Create, Delete, Plan
+from sync.plan import Create, Delete, Plan, Update
 from sync.render import (
     TAG_HOST,
     TAG_PREFIX,
     Route,
     canonical_json,
     generation,
+    route_id,
     with_generation,
     with_id,
 )
+from sync.rollback import restore
 from sync.safety import MIN_OWNED_FOR_PERCENT, refusals
 
 from .fleetgen import World, worlds
@@ -54,20 +56,34 @@ def owned_by_rule(route: Route, world: World) -> bool:
     return fleet.owns == "model_groups" and route.model_name in fleet.model_names
 
 
+def created_by_rule(route: Route, world: World) -> bool:
+    """Whether fleet-sync created an owned route: its id is a generation of an id it derives,
+    for a host fleet.yaml renders or for the host its tags name. Any other id is LiteLLM's."""
+    base = generation(route.id)[0]
+    named = (
+        route_id(route.fleet, route.model_name, route.host) if route.fleet and route.host else None
+    )
+    return base == named or any(d.id == base for d in world.desired)
+
+
 def host_of(route: Route, world: World) -> Route | None:
     """The desired host an owned route belongs to, by identity as README's Ownership states it,
     written apart from sync/identity.py: a generation of the host's derived id; this fleet's tags
-    naming the host, in its model group; an untagged route of its model at its address
-    (owns: model_groups). None: the route serves no host fleet.yaml wants."""
+    naming the host, in its model group; this fleet's tags naming a host fleet.yaml no longer
+    renders in that group, on a route fleet-sync did not create, at the host's address (renamed);
+    an untagged route of its model at its address (owns: model_groups). None: the route serves
+    no host fleet.yaml wants."""
     desired = world.desired
     by_family = next((d for d in desired if d.id == generation(route.id)[0]), None)
     if by_family is not None:
         return by_family
     if route.fleet is not None:
-        return next(
+        by_tags = next(
             (d for d in desired if (d.model_name, d.host) == (route.model_name, route.host)), None
         )
-    if world.fleet.owns != "model_groups" or not route.api_base:
+        if by_tags is not None or created_by_rule(route, world) or not route.api_base:
+            return by_tags
+    elif world.fleet.owns != "model_groups" or not route.api_base:
         return None
     at = normalise_address(route.api_base)
     return next(
@@ -255,7 +271,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
     for rid, row in world.proxy.rows.items():
         old = before.rows.get(rid)
         host = desired.get((row.model_name, row.model_info.get(TAG_HOST)))
-        if old is None or host is None:
+        if old is None or host is None or rid in foreign:  # not the fleet's: never written
             continue
         written = written_by_fleet_sync(old, rid)
         for key in NEVER_LISTED & old.litellm_params.keys():
@@ -270,7 +286,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
             )
             event("kept a never-listed key")
     # A host served only by routes fleet-sync did not create (under LiteLLM's ids) keeps one of
-    # them, with what LiteLLM never lists on it, unless a replacement of it was refused.
+    # them, with what LiteLLM never lists on it, unless the plan was refused for one of them.
     refused = " ".join(refusals(plan, world.fleet.max_prune_percent))
     served: dict[str, list[Route]] = {}
     for route in live.values():
@@ -288,7 +304,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
         }
         if not held or any(generation(r.id)[0] == host_id for r in routes):
             continue
-        if any(f"replacing route {r.id} " in refused for r in routes):
+        if any(f"route {r.id} " in refused for r in routes):  # replaced, or a duplicate
             continue
         (now,) = [
             row
@@ -301,6 +317,59 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
                 f"host {host.host} of {host.model_name} lost {key}\n{explain(world, plan)}"
             )
         event("a host onboarded without loss")
+
+
+@given(worlds())
+def test_no_route_fleet_sync_did_not_create_goes_unrefused_while_its_host_is_wanted(
+    world: World,
+) -> None:
+    """A route fleet-sync did not create may hold what LiteLLM never lists (a portal's api_key)
+    and nothing read from the proxy shows it or can take it over: a plan that deletes one whose
+    host fleet.yaml still wants (a duplicate beside the host's route, a replacement) is refused
+    by a rule naming it. Two portal routes at one address, one with a stale key, both seem to
+    serve (LiteLLM retries a 401 on the other): deleting either may lose the only key that
+    works. A host renamed at its address keeps its route (adopted again in place)."""
+    live = read(world)
+    plan = world.plan()
+    refused = " ".join(refusals(plan, world.fleet.max_prune_percent))
+    apply(world.proxy, plan)
+    for route in live.values():
+        if not owned_by_rule(route, world) or created_by_rule(route, world):
+            continue
+        if host_of(route, world) is None:
+            continue  # its host left fleet.yaml (or was drained): the plan says what goes
+        if route.id in world.proxy.rows:
+            event("a route fleet-sync did not create kept")
+            continue
+        assert f"route {route.id} " in refused, f"{route.id} deleted\n{explain(world, plan)}"
+        event("a route fleet-sync did not create, refused")
+
+
+@given(worlds())
+def test_writing_back_an_update_restores_every_stored_value_it_changed(world: World) -> None:
+    """An update LiteLLM stored but did not load is written back (sync/rollback.py) from what
+    the plan read: where it can be, the stored row is afterwards what it was before the update,
+    every key of it; where it cannot, the reason names one the update changed."""
+    plan = world.plan()
+    for change in plan.of("update"):
+        assert isinstance(change, Update)
+        proxy = copy.deepcopy(world.proxy)
+        before = copy.deepcopy(proxy.rows[change.id])
+        if change.removes:
+            proxy.remove_keys(change.id, [path.split(".", 1)[1] for path in change.removes])
+        proxy.patch(change.id, change.route.deployment())
+        undo = restore(change)
+        if isinstance(undo, str):
+            event("an update that cannot be written back")
+            continue
+        proxy.patch(change.id, undo.route.deployment())
+        after = proxy.rows[change.id]
+        assert (after.model_name, after.litellm_params, after.model_info) == (
+            before.model_name,
+            before.litellm_params,
+            before.model_info,
+        ), explain(world, plan)
+        event("an update written back")
 
 
 @given(worlds(), st.randoms(use_true_random=False))
@@ -332,15 +401,27 @@ def test_the_json_plan_round_trips_with_its_hash(world: World) -> None:
 def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     """Refused exactly when a rule says so: nothing renders and the plan prunes; it prunes more
     than max_prune_percent of >= 10 owned routes; it prunes a serving route of a declared model
-    that then serves nothing; a desired id is held by a route the fleet does not own; or it
-    replaces a route fleet-sync did not create (it may hold keys LiteLLM never lists)."""
+    that then serves nothing; a desired id is held by a route the fleet does not own; it
+    replaces a route fleet-sync did not create (it may hold keys LiteLLM never lists); or it
+    deletes one as a duplicate while its host keeps another route."""
     live = read(world)
     plan = world.plan()
     owned = [r for r in live.values() if owned_by_rule(r, world)]
-    # A route is lost when no host fleet.yaml wants is its (its host keeps a route otherwise).
+    # A route is lost when no host fleet.yaml wants is its (its host keeps a route otherwise),
+    # unless a route fleet-sync created takes its place at its address (a host renamed).
+    replaced = {c.replaces: c for c in plan.changes if isinstance(c, Create) and c.replaces}
     prunes = [
-        c for c in plan.changes if isinstance(c, Delete) and host_of(live[c.id], world) is None
+        c
+        for c in plan.changes
+        if isinstance(c, Delete) and host_of(live[c.id], world) is None and c.id not in replaced
     ]
+    for old, create in replaced.items():
+        if host_of(live[old], world) is None:  # a rename: a route fleet-sync created, same place
+            route = live[old]
+            assert created_by_rule(route, world) and route.model_name == create.model_name
+            assert normalise_address(route.api_base or "") == normalise_address(
+                create.route.api_base or ""
+            ), explain(world, plan)
     after = copy.deepcopy(world.proxy)
     apply(after, plan)
     serving = {r.model_name for r in after.listing()}
@@ -357,11 +438,18 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
         if any(c.model_name == model and c.id in listed for c in prunes):
             expected.append(f"model {model} would be left with no routes")
     expected += [f"id {rid} is held" for rid in sorted(conflicts_by_rule(world))]
-    for create in plan.changes:  # a replacement of a route fleet-sync did not create
-        if isinstance(create, Create) and create.replaces:
-            host = host_of(live[create.replaces], world)
-            if host is not None and generation(create.replaces)[0] != host.id:
-                expected.append(f"replacing route {create.replaces} ")
+    for change in plan.changes:  # a replacement of a route fleet-sync did not create
+        gone = change.replaces if isinstance(change, Create) else None
+        if gone and not created_by_rule(live[gone], world):
+            expected.append(f"replacing route {gone} ")
+    for delete in plan.changes:  # a duplicate fleet-sync did not create: its host keeps a route
+        if (
+            isinstance(delete, Delete)
+            and delete.id not in replaced
+            and host_of(live[delete.id], world) is not None
+            and not created_by_rule(live[delete.id], world)
+        ):
+            expected.append(f"route {delete.id} would be deleted as a duplicate")
     got = refusals(plan, world.fleet.max_prune_percent)
     unmatched = list(got)
     for wanted in expected:
@@ -372,7 +460,11 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     assert not unmatched, f"refused for no rule: {unmatched}\n{explain(world, plan)}"
     rules = sorted(
         {
-            e.split(" would")[0].split(" is held")[0].split(" f1-")[0].split(" adopted-")[0]
+            e.split(" would")[0]
+            .split(" is held")[0]
+            .split(" f1-")[0]
+            .split(" adopted-")[0]
+            .split(" portal-")[0]
             for e in expected
         }
     )
