@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import __version__, scrub
+from . import __version__, display, scrub
 from .cli_common import (
     CONCURRENCY,
     CONFIRM_TIMEOUT,
@@ -356,7 +356,8 @@ def drift(
         if fix and not the_plan.empty:
             unsafe = refusals(the_plan, fleet.max_prune_percent)
             if unsafe:
-                click.echo("error: --fix refused: " + " | ".join(unsafe), err=True)
+                fixed = display.text(" | ".join(unsafe))  # reasons quote the proxy's names
+                click.echo(f"error: --fix refused: {fixed}", err=True)
                 code = EXIT_REFUSED
             else:
                 check_can_write(client)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from . import scrub
+from . import display, scrub
 from .access import changed_by, write_refusal
 from .credentials import has_userinfo, strip_userinfo
 from .problems import FleetError
@@ -40,7 +40,8 @@ class Exit(Exception):
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    """One line on stderr (a message may quote what a proxy or GitHub said: sync/display.py)."""
+    click.echo(f"error: {display.text(message)}", err=True)
     raise Exit(code)
 
 
@@ -333,6 +334,6 @@ def on_github(call: Callable[[], str]) -> None:
     from .github_config import GitHubError
 
     try:
-        click.echo(call(), err=True)
+        click.echo(display.text(call()), err=True)
     except (GitHubError, ValueError) as exc:
         fail(f"GitHub: {exc}")

@@ -219,9 +219,13 @@ def test_plan_and_apply_comments_are_separate(
     assert parsed == [plan, apply]
 
 
-def test_upsert_refuses_a_body_without_its_marker(client: GitHubClient) -> None:
-    with pytest.raises(ValueError, match="marker"):
-        client.upsert_sticky_comment(1, marker_for("gpu-fleet", "plan"), "no header")
+def test_upsert_refuses_a_body_that_does_not_start_with_its_header(client: GitHubClient) -> None:
+    marker = marker_for("gpu-fleet", "plan")
+    with pytest.raises(ValueError, match="header"):
+        client.upsert_sticky_comment(1, marker, "no header")
+    quoted = PlanComment("gpu-fleet", HASH_A, "plan", "x").render()
+    with pytest.raises(ValueError, match="header"):
+        client.upsert_sticky_comment(1, marker, "a plan quoting a route name:\n" + quoted)
 
 
 def test_upsert_after_a_500_that_stored_the_comment_does_not_duplicate(
