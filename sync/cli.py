@@ -28,6 +28,7 @@ from .cli_common import (
     fail,
     fleet_option,
     format_option,
+    internal_error,
     on_github,
     proxy_options,
     read_fleet,
@@ -385,7 +386,9 @@ for _command in (validate, render_command, set_host, propose, import_command):
 
 
 def main(argv: list[str] | None = None) -> None:
-    # Every byte written to stdout and stderr, usage errors included, goes through the scrub.
+    # Every byte written to stdout and stderr, usage errors and internal errors included, goes
+    # through the scrub: run() never lets an exception out to Python's own traceback printer,
+    # which would write after the session ended.
     with scrub.session():
         code = run(argv)
     sys.exit(code)
@@ -404,4 +407,7 @@ def run(argv: list[str] | None) -> int:
         return EXIT_ERROR  # usage errors are errors (1), not "changes present" (2)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: one scrubbed line, the traceback only when asked for
+        internal_error(exc)
+        return EXIT_ERROR
     return EXIT_OK

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,6 +44,23 @@ def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """One line on stderr (a message may quote what a proxy or GitHub said: sync/display.py)."""
     click.echo(f"error: {display.text(message)}", err=True)
     raise Exit(code)
+
+
+DEBUG_VARIABLE = "FLEET_SYNC_DEBUG"
+
+
+def internal_error(exc: Exception) -> None:
+    """An exception no part of fleet-sync turned into an error message: one line on stderr,
+    the traceback too with FLEET_SYNC_DEBUG=1 (through the same scrub as every output)."""
+    if os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0"):
+        import traceback
+
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+    click.echo(
+        f"error: internal error ({type(exc).__name__}): {display.text(str(exc))[:500]} — a bug "
+        f"in fleet-sync; run with {DEBUG_VARIABLE}=1 for the traceback",
+        err=True,
+    )
 
 
 def fleet_option(f: Callable[..., Any]) -> Callable[..., Any]:

@@ -174,7 +174,7 @@ class GitHubClient(GitHubHTTP):
             except GitHubError as exc:
                 if not self._may_post_again(exc, attempt == attempts - 1):
                     raise
-                self._sleep(self._backoff * (2**attempt))
+                self.pause(attempt, f"POST comment on #{pr_number}")
         raise AssertionError("unreachable")  # pragma: no cover
 
     def find_comment(self, pr_number: int, marker: str) -> JSON | None:
@@ -249,7 +249,7 @@ class GitHubClient(GitHubHTTP):
             except GitHubError as exc:
                 if not self._may_post_again(exc, attempt == attempts - 1):
                     raise
-                self._sleep(self._backoff * (2**attempt))
+                self.pause(attempt, "POST drift issue")
         raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -192,17 +192,34 @@ def is_rate_limited(answer: Answer) -> bool:
     if answer.status not in (403, 429):
         return False
     headers = answer.headers
-    return headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
+    return headers.get("x-ratelimit-remaining", "").strip() == "0" or "retry-after" in headers
+
+
+# What a rate-limit header may say and still be shown: a wait of up to a day, a reset time
+# from 1970 to the end of 9999 (datetime's range). Anything else is "retry later".
+MAX_RETRY_AFTER = 86_400
+MAX_RESET = 253_402_300_799
+
+
+def header_seconds(value: str | None, highest: int) -> int | None:
+    """A header's whole number of seconds from 0 to `highest`, or None: GitHub's answer is
+    not ours, and a value like ``1e17``, 10^20 or ``²`` must end in "retry later", never in
+    an OverflowError."""
+    text = (value or "").strip()
+    if not (0 < len(text) <= len(str(highest)) and text.isascii() and text.isdigit()):
+        return None
+    number = int(text)
+    return number if number <= highest else None
 
 
 def rate_limit_message(answer: Answer, endpoint: str) -> str:
     headers = answer.headers
-    retry_after = headers.get("retry-after")
-    reset = headers.get("x-ratelimit-reset")
-    if retry_after and retry_after.strip().isdigit():
-        when = f"retry after {int(retry_after)} s"
-    elif reset and reset.strip().isdigit():
-        at = datetime.fromtimestamp(int(reset), tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    retry_after = header_seconds(headers.get("retry-after"), MAX_RETRY_AFTER)
+    reset = header_seconds(headers.get("x-ratelimit-reset"), MAX_RESET)
+    if retry_after is not None:
+        when = f"retry after {retry_after} s"
+    elif reset is not None:
+        at = datetime.fromtimestamp(reset, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         when = f"the limit resets at {at}"
     else:
         when = "retry later"
