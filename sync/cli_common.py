@@ -104,6 +104,7 @@ def proxy_options(f: Callable[..., Any], read_only: bool = False) -> Callable[..
         else "LITELLM_PROXY_API_KEY",
         show_envvar=True,
         metavar="KEY",
+        callback=_sendable_key,
         help="Key of the proxy (never printed); a read-only proxy_admin_viewer key is enough."
         if read_only
         else "Admin key of the proxy (never printed).",
@@ -117,6 +118,29 @@ def proxy_options(f: Callable[..., Any], read_only: bool = False) -> Callable[..
         help="Deadline of one request to the proxy's admin API, the whole answer read "
         "(retries of a failed request get their own).",
     )(f)
+
+
+def _sendable_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The proxy key, refused in one line (naming where it came from) when HTTP cannot send it."""
+    if value:
+        source = ctx.get_parameter_source(param.name or "")
+        if source is click.core.ParameterSource.ENVIRONMENT:
+            names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+            where = next((n for n in names if os.environ.get(n)), "the environment")
+        else:
+            where = "--api-key"
+        check_key(value, where)
+    return value
+
+
+def check_key(value: str, where: str) -> None:
+    from .credentials import unsendable
+
+    if why := unsendable(value):
+        fail(
+            f"{where} cannot be sent to the proxy: {why}; set it to the key exactly as LiteLLM "
+            "issued it (sk-...), nothing around it"
+        )
 
 
 class Seconds(click.FloatRange):
@@ -201,7 +225,10 @@ def write_key(api_key: str | None) -> str | None:
     source = click.get_current_context().get_parameter_source("api_key")
     if source is click.core.ParameterSource.COMMANDLINE:
         return api_key
-    return os.environ.get("LITELLM_PROXY_API_KEY") or api_key
+    key = os.environ.get("LITELLM_PROXY_API_KEY")
+    if key:
+        check_key(key, "LITELLM_PROXY_API_KEY")
+    return key or api_key
 
 
 def check_can_write(client: LiteLLMClient) -> None:
@@ -349,9 +376,12 @@ def current_plan(
 
 def on_github(call: Callable[[], str]) -> None:
     """Run one GitHub step; its failure is an error (exit 1) but the plan is already printed."""
+    from .artifact import ReportDirError
     from .github_config import GitHubError
 
     try:
         click.echo(display.text(call()), err=True)
+    except ReportDirError as exc:
+        fail(str(exc))
     except (GitHubError, ValueError) as exc:
         fail(f"GitHub: {exc}")

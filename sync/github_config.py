@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
+
 from . import scrub
 from .answers import printable
 from .bounded_http import Answer
 from .comment import fit
-from .credentials import has_userinfo, strip_userinfo
+from .credentials import has_userinfo, strip_userinfo, unsendable
 from .github_identity import AUTHOR_VARIABLE, is_login
 from .untrusted_json import MAX_JSON_BYTES, parse_json
 
@@ -61,11 +64,11 @@ class GitHubConfig:
     timeout: float = DEFAULT_TIMEOUT  # seconds per request, the whole answer included
 
     def __post_init__(self) -> None:
-        owner, sep, name = self.repository.partition("/")
-        if not sep or not owner or not name or "/" in name:
+        # It becomes part of every request's path: a '?', '#' or '/..' would change the URL.
+        if not _REPOSITORY.fullmatch(self.repository) or ".." in self.repository:
             raise GitHubError(
-                f"GITHUB_REPOSITORY must be 'owner/name', got {self.repository!r}: "
-                "set it to the repository to comment on (GitHub Actions sets it for you)."
+                f"GITHUB_REPOSITORY must be 'owner/name', got {printable(self.repository)[:200]!r}"
+                ": set it to the repository to comment on (GitHub Actions sets it for you)."
             )
 
     @classmethod
@@ -85,12 +88,17 @@ class GitHubConfig:
                 "`GITHUB_TOKEN: ${{ github.token }}`) and GITHUB_REPOSITORY (owner/name) "
                 "to post to GitHub."
             )
-        api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
-        if has_userinfo(api_url):
-            # httpx would send user:pass@ as Basic auth in place of the token.
+        if why := unsendable(token):
             raise GitHubError(
-                f"GITHUB_API_URL {strip_userinfo(api_url)!r} carries credentials (user:pass@): "
-                "remove them; the token goes in GITHUB_TOKEN."
+                f"GITHUB_TOKEN cannot be sent to GitHub: {why}; set it to the token exactly as "
+                "issued (in a workflow: `GITHUB_TOKEN: ${{ github.token }}`)."
+            )
+        api_url = checked_url("GITHUB_API_URL", environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
+        step_summary = environ.get("GITHUB_STEP_SUMMARY") or None
+        if step_summary is not None and os.path.isdir(step_summary):
+            raise GitHubError(
+                f"GITHUB_STEP_SUMMARY={printable(step_summary)[:200]} is a directory: set it to "
+                "the job summary file (GitHub Actions sets it for you), or unset it."
             )
         author = environ.get(AUTHOR_VARIABLE, "").strip() or None
         if author is not None and not is_login(author):
@@ -103,11 +111,45 @@ class GitHubConfig:
             repository=repository,
             api_url=api_url,
             event_path=environ.get("GITHUB_EVENT_PATH") or None,
-            step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
+            step_summary=step_summary,
             sha=environ.get("GITHUB_SHA") or None,
             author=author,
             timeout=_timeout(environ.get(TIMEOUT_VARIABLE, "").strip()),
         )
+
+
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+_HOST = re.compile(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]")
+
+
+def checked_url(variable: str, value: str) -> str:
+    """An API address from the environment (GITHUB_API_URL, GITHUB_GRAPHQL_URL), without a
+    trailing slash; a GitHubError naming the variable when it is none httpx can send the token
+    to safely."""
+    url = value.strip().rstrip("/")
+    shown = printable(strip_userinfo(url))[:200]
+
+    def refuse(why: str) -> GitHubError:
+        return GitHubError(
+            f"{variable}={shown!r} {why}: set it to the GitHub API address, e.g. "
+            "https://api.github.com (GitHub Actions sets it for you), or unset it."
+        )
+
+    if has_userinfo(url):
+        # httpx would send user:pass@ as Basic auth in place of the token.
+        raise refuse("carries credentials (user:pass@; the token goes in GITHUB_TOKEN)")
+    try:
+        parsed = httpx.URL(url)
+        port = parsed.port
+        parsed.host  # noqa: B018  (httpx decodes an xn-- label only when the host is read)
+        host = parsed.raw_host.decode("ascii")
+    except (httpx.InvalidURL, ValueError) as exc:  # an IDNA error is a ValueError
+        raise refuse(f"is not a valid address ({printable(str(exc))[:100]})") from None
+    if parsed.scheme not in ("http", "https"):
+        raise refuse("must start with https:// (or http://)")
+    if not _HOST.fullmatch(host) or (port is not None and not 0 < port < 65536):
+        raise refuse("has no valid host and port")
+    return url
 
 
 def _timeout(text: str) -> float:
@@ -155,8 +197,15 @@ def write_step_summary(
     whole = len(text.encode("utf-8")) <= room
     if not whole:
         text = _cut(text, room, note)
-    with open(config.step_summary, "a", encoding="utf-8") as fh:
-        fh.write(text)
+    try:
+        with open(config.step_summary, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise GitHubError(
+            f"GITHUB_STEP_SUMMARY={printable(config.step_summary)[:200]} cannot be written "
+            f"({exc.strerror or type(exc).__name__}): set it to the job summary file (GitHub "
+            "Actions sets it for you), or unset it."
+        ) from None
     return whole
 
 
