@@ -107,6 +107,9 @@ def _ignored(char: str) -> bool:
 def _command_start(line: str) -> bool:
     """Whether GitHub Actions would read `line` as a ``::command::``: it trims leading
     whitespace, then looks for ``::`` (marks skipped, to be safe)."""
+    first = line.lstrip()[:1]
+    if not first or (first != ":" and not _ignored(first)):
+        return False  # the common case, without a loop over the line in Python
     colons = 0
     for char in line:
         if colons == 0 and char.isspace():
