@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import httpx
+
 from . import github_identity
 from .answers import printable
 from .comment import GITHUB_COMMENT_LIMIT, PlanComment
@@ -59,9 +61,10 @@ class GitHubClient(GitHubHTTP):
 
     def identity(self) -> Identity:
         """Who the token writes as (asked once): FLEET_SYNC_GITHUB_AUTHOR when set, else what
-        GET /user names, github-actions[bot] when GitHub answers that an integration's token
-        cannot ask, and unknown when GitHub's answer says nothing usable (a 5xx, garbage, no
-        answer in time). A rate limit or a refused token is an error: every call would fail."""
+        GET /user names, or for an installation token (GET /user: 403 "Resource not accessible
+        by integration") what GraphQL's viewer names; unknown, never guessed, when GitHub's
+        answer says nothing usable (a 5xx, garbage, no answer in time). A rate limit or a
+        refused token is an error: every call would fail."""
         if self._identity is None:
             self._identity = self._learn_identity()
         return self._identity
@@ -82,14 +85,26 @@ class GitHubClient(GitHubHTTP):
             answer = self._request("GET", "user")
         except GitHubError as exc:
             if exc.status == 403 and exc.detail == github_identity.INTEGRATION:
-                return github_identity.actions_token()
-            if exc.status == 401 or (exc.retryable and exc.status in (403, 429)):
-                raise  # a refused token or a rate limit: the next call would fail the same way
+                return self._viewer()
+            _raise_if_fatal(exc)
             return github_identity.unknown(str(exc))
         try:
             return github_identity.from_user(decode(answer, "GET /user"))
         except GitHubError as exc:
             return github_identity.unknown(str(exc))
+
+    def _viewer(self) -> Identity:
+        """An installation token's login, from GraphQL (a query: retried like a GET)."""
+        url = httpx.URL(self.config.graphql_endpoint)
+        why = f"GET /user: {github_identity.INTEGRATION}, and GraphQL's viewer"
+        try:
+            answer = self._request(
+                "POST", url, json_body={"query": github_identity.VIEWER_QUERY}, idempotent=True
+            )
+            return github_identity.from_viewer(decode(answer, "POST /graphql"))
+        except GitHubError as exc:
+            _raise_if_fatal(exc)
+            return github_identity.unknown(f"{why} could not be read ({exc})")
 
     def ours(self, items: list[JSON]) -> list[JSON]:
         """The items the token wrote; the identity is asked only when there is something to
@@ -263,6 +278,12 @@ def _headed(body: Any, marker: str) -> bool:
 def _first_line(body: Any) -> str:
     """A body's first line (GitHub may store a body edited on the web with CRLF)."""
     return body.split("\n", 1)[0].removesuffix("\r") if isinstance(body, str) else ""
+
+
+def _raise_if_fatal(exc: GitHubError) -> None:
+    """A refused token or a rate limit: the next call would fail the same way."""
+    if exc.status == 401 or (exc.retryable and exc.status in (403, 429)):
+        raise exc
 
 
 def _check_length(body: str) -> None:

@@ -62,6 +62,19 @@ class GitHubConfig:
     sha: str | None = None
     author: str | None = None  # FLEET_SYNC_GITHUB_AUTHOR: the login the token writes as
     timeout: float = DEFAULT_TIMEOUT  # seconds per request, the whole answer included
+    graphql_url: str | None = None  # GITHUB_GRAPHQL_URL; None: next to api_url
+
+    @property
+    def graphql_endpoint(self) -> str:
+        """GitHub's GraphQL API: GITHUB_GRAPHQL_URL (GitHub Actions sets it), else beside the
+        REST API: https://api.github.com/graphql, or <host>/api/graphql for a GitHub Enterprise
+        Server's <host>/api/v3."""
+        if self.graphql_url:
+            return self.graphql_url
+        rest = httpx.URL(self.api_url)
+        path = rest.path.rstrip("/")
+        path = path[: -len("/v3")] + "/graphql" if path.endswith("/api/v3") else path + "/graphql"
+        return str(rest.copy_with(path=path, query=None, fragment=None))
 
     def __post_init__(self) -> None:
         # It becomes part of every request's path: a '?', '#' or '/..' would change the URL.
@@ -100,6 +113,8 @@ class GitHubConfig:
                 f"GITHUB_STEP_SUMMARY={printable(step_summary)[:200]} is a directory: set it to "
                 "the job summary file (GitHub Actions sets it for you), or unset it."
             )
+        graphql = environ.get("GITHUB_GRAPHQL_URL", "").strip()
+        graphql_url = checked_url("GITHUB_GRAPHQL_URL", graphql) if graphql else None
         author = environ.get(AUTHOR_VARIABLE, "").strip() or None
         if author is not None and not is_login(author):
             raise GitHubError(
@@ -115,6 +130,7 @@ class GitHubConfig:
             sha=environ.get("GITHUB_SHA") or None,
             author=author,
             timeout=_timeout(environ.get(TIMEOUT_VARIABLE, "").strip()),
+            graphql_url=graphql_url,
         )
 
 

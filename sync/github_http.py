@@ -153,9 +153,13 @@ class GitHubHTTP:
         *,
         params: Mapping[str, str] | None = None,
         json_body: JSON | None = None,
+        idempotent: bool | None = None,
     ) -> Answer:
+        """One request, retried where that is safe (`idempotent`: by default by its method;
+        a GraphQL query is a POST that is safe to send again)."""
         endpoint = f"{method} {_path_of(url, self._base)}"
-        idempotent = method in {"GET", "PATCH", "PUT", "DELETE", "HEAD"}
+        if idempotent is None:
+            idempotent = method in {"GET", "PATCH", "PUT", "DELETE", "HEAD"}
         attempts = self._retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
