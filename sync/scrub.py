@@ -7,8 +7,10 @@ and removes them, the user:password@ of any address, and tokens of an unmistakab
 whatever is about to leave the process: stdout, stderr (both wrapped for the whole command,
 tracebacks and usage errors included), files written, the PR comment, the drift issue, the job
 summary, every body sent to GitHub. It also holds the last of the display rule
-(sync/display.py): every non-printable character but a newline is escaped there, and on stdout
-and stderr no line is a GitHub workflow command (validate's annotations excepted).
+(sync/display.py) for what is shown — stdout, stderr, the comment, the issue, the job summary:
+every non-printable character but a newline is escaped there, and on stdout and stderr no line
+is a GitHub workflow command (validate's annotations excepted). Files written as data (a saved
+plan, a rendered config, an imported fleet.yaml) keep their characters: only secrets go.
 
 Which shapes (sync/credentials.py mask_tokens): issuers' tokens (ghp_, github_pat_, glpat-,
 xoxb-, hf_, ya29., AKIA/ASIA, AIza), JWTs, PEM private keys, and the value of a secret in a
@@ -91,13 +93,19 @@ class Scrubber:
         self.remember_references(raw.decode("utf-8", errors="replace"), environ)
 
     def __call__(self, text: str, keep: re.Pattern[str] | None = None) -> str:
-        """The text without this run's secrets, and with every non-printable character but a
-        newline escaped (sync/display.py), except the matches of `keep`."""
+        """Text to show (a stream, a comment, the job summary): `masked`, and with every
+        non-printable character but a newline escaped (sync/display.py), except the matches
+        of `keep`."""
+        return display.controls(self.masked(text), keep)
+
+    def masked(self, text: str) -> str:
+        """The text without this run's secrets, user:password@ of addresses and tokens of an
+        unmistakable shape; nothing else changed (a file's data stays exact)."""
         text = strip_userinfo(text)
         for form in self._forms:
             if form in text:
                 text = text.replace(form, MASK)
-        return display.controls(mask_tokens(text, MASK), keep)
+        return mask_tokens(text, MASK)
 
     def value(self, value: Any) -> Any:
         """A JSON-like value with every string in it scrubbed."""
@@ -127,8 +135,10 @@ def remember(*values: str | None) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write an output file (a saved plan, a rendered config), scrubbed."""
-    path.write_text(scrub(text), encoding="utf-8")
+    """Write an output file (a saved plan, a rendered config, an imported fleet.yaml), its
+    secrets masked: data, written exactly otherwise (what it quotes from outside is made safe
+    where it is shown, sync/display.py)."""
+    path.write_text(_active.masked(text), encoding="utf-8")
 
 
 # The terminal sequences fleet-sync writes itself (colours of a plan, the live progress line):

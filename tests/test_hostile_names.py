@@ -41,7 +41,7 @@ from sync.report import (
 )
 from sync.report_health import verify_markdown, verify_text
 from sync.safety import refusals
-from sync.scrub import ScrubbedStream, Scrubber
+from sync.scrub import ScrubbedStream, Scrubber, session, write_text
 from sync.yamlmarks import parse_yaml
 
 from .fake_github import ACTIONS_BOT, FakeGitHub, fake_github
@@ -283,6 +283,13 @@ def test_json_keeps_its_data_through_the_scrub() -> None:
         for line in out.splitlines():
             assert line.isprintable() and not line.lstrip().startswith("::")
             assert "##[" not in line
+
+
+def test_a_file_written_as_data_keeps_its_characters(tmp_path: Path) -> None:
+    out = tmp_path / "plan.json"
+    with session({"LITELLM_PROXY_API_KEY": "sk-file-0123456789"}):
+        write_text(out, 'x\u202ey "::warning::" sk-file-0123456789\n')
+    assert out.read_text(encoding="utf-8") == 'x\u202ey "::warning::" ***\n'
 
 
 # ---------------------------------------------------------------------------- GitHub
