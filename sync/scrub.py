@@ -203,6 +203,16 @@ class ScrubbedStream(io.TextIOBase):
             self._pending = ""
 
     def flush(self) -> None:
+        """On a terminal, the partial line goes out (the live progress line); anywhere else
+        (a CI log) it waits for its newline: a line is judged whole, so one split between its
+        two colons cannot pass as two harmless halves."""
+        with self._lock:
+            if self._keep is not None:
+                self._flush_pending()
+        self.inner.flush()
+
+    def finish(self) -> None:
+        """The end of the session: whatever is left goes out."""
         with self._lock:
             self._flush_pending()
         self.inner.flush()
@@ -239,5 +249,8 @@ def session(environ: Mapping[str, str] | None = None) -> Iterator[Scrubber]:
         yield scrubber
     finally:
         for stream in (sys.stdout, sys.stderr):
-            stream.flush()
+            if isinstance(stream, ScrubbedStream):
+                stream.finish()
+            else:  # replaced by someone inside the session
+                stream.flush()
         _active, sys.stdout, sys.stderr = saved

@@ -267,6 +267,18 @@ def test_no_line_on_stdout_is_a_workflow_command(line: str, shown: str) -> None:
     assert through_stream(line + "\n") == shown + "\n"
 
 
+def test_a_line_split_between_its_colons_is_judged_whole() -> None:
+    sink = io.StringIO()
+    stream = ScrubbedStream(sink, Scrubber())
+    stream.write(":")
+    stream.flush()  # a CI log is no terminal: the half line waits for the rest
+    stream.write(":warning::x\n")
+    stream.write("tail without newline")
+    stream.flush()
+    stream.finish()
+    assert sink.getvalue() == "\\::warning::x\ntail without newline"
+
+
 def test_only_validates_annotations_keep_their_colons() -> None:
     annotation = "::error file=fleet.yaml,line=3,col=5::unknown key\n"
     assert through_stream("", annotation) == annotation
