@@ -48,12 +48,15 @@ def text(value: str) -> str:
 
 
 def controls(value: str, keep: re.Pattern[str] | None = None) -> str:
-    """As `text`, but newlines stay (a text of several lines), and so do the matches of
-    `keep` (the terminal sequences fleet-sync writes itself)."""
+    """As `text`, but line ends stay (a text of several lines; a CR right before its LF, as
+    in a diff of a CRLF file, is no control of the line), and so do the matches of `keep`
+    (the terminal sequences fleet-sync writes itself)."""
     if value.replace("\n", "").isprintable():
         return value
     if keep is None:
-        return "\n".join(text(line) for line in value.split("\n"))
+        *whole, last = value.split("\n")
+        ends = [text(line[:-1]) + "\r" if line.endswith("\r") else text(line) for line in whole]
+        return "\n".join([*ends, text(last)])
     out: list[str] = []
     end = 0
     for match in keep.finditer(value):

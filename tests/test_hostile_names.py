@@ -260,6 +260,8 @@ def through_stream(text: str, annotations: str = "") -> str:
         ("esc \x1b[31m red", "esc \\u001b[31m red"),
         ("rtl \u202e", "rtl \\u202e"),
         ("a: b :: c", "a: b :: c"),  # not at the start of the line
+        ("crlf\r", "crlf\r"),  # a CR that ends its line (a diff of a CRLF file) is no control
+        ("cr\rover", "cr\\rover"),  # one inside a line would overwrite it on a terminal
         ("# [x]", "# [x]"),
     ],
 )
