@@ -150,6 +150,25 @@ def _after_two_hashes(line: str, index: int) -> bool:
     return False
 
 
+# A superset of the lines stream_line changes in a text already through `controls` (whose
+# only blanks left are spaces and a CR), found at C speed: a line that starts, after those,
+# with ':' or a non-ASCII character (a mark may hide between the colons), and a '#', '#', '['
+# with nothing but non-ASCII characters between.
+_FIRST_LINE = re.compile("[ \r]*[:\x80-\U0010ffff]")
+_NEXT_LINE = re.compile("\n[ \r]*[:\x80-\U0010ffff]")
+_HASHES = re.compile("#[\x80-\U0010ffff]*#[\x80-\U0010ffff]*\\[")
+
+
+def stream_text(text: str, annotations_allowed: bool = False) -> str:
+    """`stream_line` for every line of a text through `controls` (most texts have no line it
+    would change: those pass at C speed)."""
+    if not (
+        _FIRST_LINE.match(text) or _NEXT_LINE.search(text) or ("#" in text and _HASHES.search(text))
+    ):
+        return text
+    return "\n".join(stream_line(line, annotations_allowed) for line in text.split("\n"))
+
+
 ANNOTATION = re.compile(r"::(?:error|warning|notice) file=[^,:\n]*,line=\d+,col=\d+::[^\n]*")
 
 

@@ -194,8 +194,7 @@ class ScrubbedStream(io.TextIOBase):
             self.inner.write(self._lines(text, annotations=True))
 
     def _lines(self, text: str, annotations: bool = False) -> str:
-        lines = self._scrubber(text, self._keep).split("\n")
-        return "\n".join(display.stream_line(line, annotations) for line in lines)
+        return display.stream_text(self._scrubber(text, self._keep), annotations)
 
     def _flush_pending(self) -> None:
         if self._pending:
