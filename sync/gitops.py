@@ -164,7 +164,8 @@ def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
     if reviewed.plan_hash != applied.hash:
         return (
             f"The plan applied ({applied.hash[:19]}…) differs from the plan reviewed in this "
-            f"pull request ({reviewed.plan_hash[:19]}…): live state moved after the review."
+            f"pull request ({code(reviewed.plan_hash[:19] + '…')}): live state moved after the "
+            "review."
         )
     return ""
 

@@ -361,3 +361,19 @@ def test_an_issue_that_only_quotes_our_marker_is_not_ours(
     gitops.report_drift(hostile_plan(BENIGN), env)
     assert fake_github.issues[quoting]["body"] == "report\n" + drift_marker(FLEET)
     assert len(fake_github.issues) == 2
+
+
+def test_a_reviewed_hash_is_quoted_in_code(fake_github: FakeGitHub, env: dict[str, str]) -> None:
+    # Another workflow with the same token may have written "our" plan comment: its hash token
+    # is shown, never rendered (an '<!--' in it hid the rest of the result).
+    plan = hostile_plan(BENIGN)
+    pr = fake_github.add_pull_request(state="closed", merged=True)
+    forged = PlanComment(FLEET, "<!--" + TAG, "plan", "x").render()
+    fake_github.add_comment(pr, forged, user=ACTIONS_BOT)
+    fake_github.set_commit_pulls("abc123", [pr])
+    gitops.comment_result(outcomes(plan, "x"), env)
+    body = fake_github.comments_on(pr)[-1]["body"]
+    assert "differs from the plan reviewed" in body
+    for token in tokens(body.split("\n", 1)[1]):
+        if token.type in ("text", "html_inline", "html_block"):
+            assert TAG not in token.content, token
