@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from . import __version__, scrub
+from . import __version__, display, scrub
 from .cli_common import (
     CONCURRENCY,
     CONFIRM_TIMEOUT,
@@ -28,6 +28,7 @@ from .cli_common import (
     fail,
     fleet_option,
     format_option,
+    internal_error,
     on_github,
     proxy_options,
     read_fleet,
@@ -356,7 +357,8 @@ def drift(
         if fix and not the_plan.empty:
             unsafe = refusals(the_plan, fleet.max_prune_percent)
             if unsafe:
-                click.echo("error: --fix refused: " + " | ".join(unsafe), err=True)
+                fixed = display.text(" | ".join(unsafe))  # reasons quote the proxy's names
+                click.echo(f"error: --fix refused: {fixed}", err=True)
                 code = EXIT_REFUSED
             else:
                 check_can_write(client)
@@ -384,7 +386,9 @@ for _command in (validate, render_command, set_host, propose, import_command):
 
 
 def main(argv: list[str] | None = None) -> None:
-    # Every byte written to stdout and stderr, usage errors included, goes through the scrub.
+    # Every byte written to stdout and stderr, usage errors and internal errors included, goes
+    # through the scrub: run() never lets an exception out to Python's own traceback printer,
+    # which would write after the session ended.
     with scrub.session():
         code = run(argv)
     sys.exit(code)
@@ -403,4 +407,7 @@ def run(argv: list[str] | None) -> int:
         return EXIT_ERROR  # usage errors are errors (1), not "changes present" (2)
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug: one scrubbed line, the traceback only when asked for
+        internal_error(exc)
+        return EXIT_ERROR
     return EXIT_OK

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from . import scrub
+from . import display, scrub
 from .access import changed_by, write_refusal
 from .credentials import has_userinfo, strip_userinfo
 from .problems import FleetError
@@ -40,8 +41,26 @@ class Exit(Exception):
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
-    click.echo(f"error: {message}", err=True)
+    """One line on stderr (a message may quote what a proxy or GitHub said: sync/display.py)."""
+    click.echo(f"error: {display.text(message)}", err=True)
     raise Exit(code)
+
+
+DEBUG_VARIABLE = "FLEET_SYNC_DEBUG"
+
+
+def internal_error(exc: Exception) -> None:
+    """An exception no part of fleet-sync turned into an error message: one line on stderr,
+    the traceback too with FLEET_SYNC_DEBUG=1 (through the same scrub as every output)."""
+    if os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0"):
+        import traceback
+
+        sys.stderr.write("".join(traceback.format_exception(exc)))
+    click.echo(
+        f"error: internal error ({type(exc).__name__}): {display.text(str(exc))[:500]} — a bug "
+        f"in fleet-sync; run with {DEBUG_VARIABLE}=1 for the traceback",
+        err=True,
+    )
 
 
 def fleet_option(f: Callable[..., Any]) -> Callable[..., Any]:
@@ -85,6 +104,7 @@ def proxy_options(f: Callable[..., Any], read_only: bool = False) -> Callable[..
         else "LITELLM_PROXY_API_KEY",
         show_envvar=True,
         metavar="KEY",
+        callback=_sendable_key,
         help="Key of the proxy (never printed); a read-only proxy_admin_viewer key is enough."
         if read_only
         else "Admin key of the proxy (never printed).",
@@ -98,6 +118,29 @@ def proxy_options(f: Callable[..., Any], read_only: bool = False) -> Callable[..
         help="Deadline of one request to the proxy's admin API, the whole answer read "
         "(retries of a failed request get their own).",
     )(f)
+
+
+def _sendable_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """The proxy key, refused in one line (naming where it came from) when HTTP cannot send it."""
+    if value:
+        source = ctx.get_parameter_source(param.name or "")
+        if source is click.core.ParameterSource.ENVIRONMENT:
+            names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
+            where = next((n for n in names if os.environ.get(n)), "the environment")
+        else:
+            where = "--api-key"
+        check_key(value, where)
+    return value
+
+
+def check_key(value: str, where: str) -> None:
+    from .credentials import unsendable
+
+    if why := unsendable(value):
+        fail(
+            f"{where} cannot be sent to the proxy: {why}; set it to the key exactly as LiteLLM "
+            "issued it (sk-...), nothing around it"
+        )
 
 
 class Seconds(click.FloatRange):
@@ -188,7 +231,10 @@ def write_key(api_key: str | None) -> str | None:
     source = click.get_current_context().get_parameter_source("api_key")
     if source is click.core.ParameterSource.COMMANDLINE:
         return api_key
-    return os.environ.get("LITELLM_PROXY_API_KEY") or api_key
+    key = os.environ.get("LITELLM_PROXY_API_KEY")
+    if key:
+        check_key(key, "LITELLM_PROXY_API_KEY")
+    return key or api_key
 
 
 def check_can_write(client: LiteLLMClient) -> None:
@@ -369,9 +415,12 @@ def current_plan(
 
 def on_github(call: Callable[[], str]) -> None:
     """Run one GitHub step; its failure is an error (exit 1) but the plan is already printed."""
+    from .artifact import ReportDirError
     from .github_config import GitHubError
 
     try:
-        click.echo(call(), err=True)
+        click.echo(display.text(call()), err=True)
+    except ReportDirError as exc:
+        fail(str(exc))
     except (GitHubError, ValueError) as exc:
         fail(f"GitHub: {exc}")

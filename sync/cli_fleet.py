@@ -42,8 +42,13 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     if fmt == "json":
         body = {"valid": not problems, "problems": [p.as_dict() for p in problems]}
         click.echo(to_json(body), nl=False)
+    elif fmt == "github":
+        # The one output whose lines are meant as workflow commands: the final scrub lets
+        # these through (every other line starting with `::` is shown, not run).
+        scrub.write_annotations(problems_github(problems))
+        click.echo("".join(f"{line}\n" for line in valid), nl=False)
     else:
-        click.echo((problems_github if fmt == "github" else problems_text)(problems), nl=False)
+        click.echo(problems_text(problems), nl=False)
         click.echo("".join(f"{line}\n" for line in valid), nl=False)
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)

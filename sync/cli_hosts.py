@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from . import scrub
+from . import display, scrub
 from .cli_common import (
     connect,
     fail,
@@ -173,7 +173,7 @@ def propose(
                 os.environ,
                 merge,
             ):
-                click.echo(line)
+                click.echo(display.text(line))  # may quote a probed upstream's answer
     except (GitHubError, GitRefError, ValueError) as exc:
         fail(f"GitHub: {exc}" if isinstance(exc, GitHubError) else str(exc))
 

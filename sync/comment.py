@@ -5,7 +5,9 @@ The header is the first line of the rendered comment::
     <!-- fleet-sync:plan fleet=gpu-fleet hash=sha256:… -->
 
 ``marker_for(fleet, kind)`` is the part of that header that does not depend on the hash, so the
-sticky comment of a fleet is found (and edited in place) whatever plan it showed last.
+sticky comment of a fleet is found (and edited in place) whatever plan it showed last. A comment
+is one of ours only when ``parse`` finds the whole header at the very start of its body: a plan
+quotes route names from the proxy, and one named like a header is just text further down.
 ``fit`` keeps a body under GitHub's 65,536-character comment limit; ``add_run`` keeps the
 earlier runs of a comment that records a history (the apply result on a merged pull request).
 """
@@ -149,7 +151,11 @@ def add_run(
 ) -> str:
     """This run's body on top of the ``earlier`` runs (a body built here, or None): as many of
     them as fit under ``limit``, newest first. A run equal to the latest one is not repeated, so
-    a re-run adds to the comment and never erases what an earlier run reported."""
+    a re-run adds to the comment and never erases what an earlier run reported.
+
+    ``earlier`` is only ever the body of our own comment, recognised by PlanComment.parse (the
+    header at the start) and its author; the separator starts a line, which nothing live in a
+    body can (sync/display.py keeps every live string on its line)."""
     runs = [r for r in (earlier or "").split(RUN_SEPARATOR) if r.strip()]
     if runs and runs[0].strip() == run.strip():
         return RUN_SEPARATOR.join(runs)

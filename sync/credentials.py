@@ -194,6 +194,19 @@ def credential_line(text: str) -> bool:
     return any(random_looking(m["token"]) for m in _SCHEME_IN_TEXT.finditer(text))
 
 
+def unsendable(credential: str) -> str:
+    """Why a key or token cannot go in an HTTP header as it is ("" when it can): httpx sends
+    header values as ASCII, and a control character (a pasted line break) is no header. Says
+    nothing of the value itself."""
+    if not credential.isascii():
+        return "it holds a character that is not ASCII"
+    if not credential.isprintable():
+        return "it holds a control character (a line break?)"
+    if credential != credential.strip():
+        return "it starts or ends with a space"
+    return ""
+
+
 def has_userinfo(text: str) -> bool:
     """Whether an address in the text carries credentials (scheme://user:pass@host)."""
     return _USERINFO.search(text) is not None

@@ -4,8 +4,10 @@ I/O only. Everything here talks to ``GITHUB_API_URL`` (default https://api.githu
 sync/github_http.py, so tests point it at a fake server on 127.0.0.1.
 
 Only what the token wrote is fleet-sync's: the sticky comment and the drift issue are found by
-their marker *and* their author (sync/github_identity.py); a comment or issue by anyone else is
-never edited, closed, commented on or copied, whatever it carries.
+their hidden header at the very start of the body *and* their author (sync/github_identity.py);
+a comment or issue by anyone else is never edited, closed, commented on or copied, whatever it
+carries, and a header quoted further down a body (a route named like one, shown in a plan) is
+never taken for one.
 
 Writes that create something (a comment, an issue) are not retried blindly: a 5xx on a POST may
 mean GitHub stored it anyway, so the sticky-comment and drift-issue paths look again for their
@@ -18,9 +20,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import httpx
+
 from . import github_identity
 from .answers import printable
-from .comment import GITHUB_COMMENT_LIMIT
+from .comment import GITHUB_COMMENT_LIMIT, PlanComment
 from .github_config import GitHubError, decode, read_event
 from .github_http import JSON, GitHubHTTP
 from .github_identity import Identity
@@ -57,9 +61,10 @@ class GitHubClient(GitHubHTTP):
 
     def identity(self) -> Identity:
         """Who the token writes as (asked once): FLEET_SYNC_GITHUB_AUTHOR when set, else what
-        GET /user names, github-actions[bot] when GitHub answers that an integration's token
-        cannot ask, and unknown when GitHub's answer says nothing usable (a 5xx, garbage, no
-        answer in time). A rate limit or a refused token is an error: every call would fail."""
+        GET /user names, or for an installation token (GET /user: 403 "Resource not accessible
+        by integration") what GraphQL's viewer names; unknown, never guessed, when GitHub's
+        answer says nothing usable (a 5xx, garbage, no answer in time). A rate limit or a
+        refused token is an error: every call would fail."""
         if self._identity is None:
             self._identity = self._learn_identity()
         return self._identity
@@ -80,14 +85,26 @@ class GitHubClient(GitHubHTTP):
             answer = self._request("GET", "user")
         except GitHubError as exc:
             if exc.status == 403 and exc.detail == github_identity.INTEGRATION:
-                return github_identity.actions_token()
-            if exc.status == 401 or (exc.retryable and exc.status in (403, 429)):
-                raise  # a refused token or a rate limit: the next call would fail the same way
+                return self._viewer()
+            _raise_if_fatal(exc)
             return github_identity.unknown(str(exc))
         try:
             return github_identity.from_user(decode(answer, "GET /user"))
         except GitHubError as exc:
             return github_identity.unknown(str(exc))
+
+    def _viewer(self) -> Identity:
+        """An installation token's login, from GraphQL (a query: retried like a GET)."""
+        url = httpx.URL(self.config.graphql_endpoint)
+        why = f"GET /user: {github_identity.INTEGRATION}, and GraphQL's viewer"
+        try:
+            answer = self._request(
+                "POST", url, json_body={"query": github_identity.VIEWER_QUERY}, idempotent=True
+            )
+            return github_identity.from_viewer(decode(answer, "POST /graphql"))
+        except GitHubError as exc:
+            _raise_if_fatal(exc)
+            return github_identity.unknown(f"{why} could not be read ({exc})")
 
     def ours(self, items: list[JSON]) -> list[JSON]:
         """The items the token wrote; the identity is asked only when there is something to
@@ -150,10 +167,10 @@ class GitHubClient(GitHubHTTP):
         return _comment_ref(data, "created")
 
     def upsert_sticky_comment(self, pr_number: int, marker: str, body: str) -> CommentRef:
-        """Edit our comment carrying ``marker`` in place, or post it once if there is none (or
+        """Edit our comment headed by ``marker`` in place, or post it once if there is none (or
         who we are is unknown: then a new comment, never an edit)."""
-        if marker not in body:
-            raise ValueError("the sticky comment body must contain its marker")
+        if not _headed(body, marker):
+            raise ValueError("the sticky comment body must start with its header")
         _check_length(body)
         attempts = self._retries + 1
         for attempt in range(attempts):
@@ -172,19 +189,19 @@ class GitHubClient(GitHubHTTP):
             except GitHubError as exc:
                 if not self._may_post_again(exc, attempt == attempts - 1):
                     raise
-                self._sleep(self._backoff * (2**attempt))
+                self.pause(attempt, f"POST comment on #{pr_number}")
         raise AssertionError("unreachable")  # pragma: no cover
 
     def find_comment(self, pr_number: int, marker: str) -> JSON | None:
-        """Our comment carrying ``marker`` (the oldest starting with it first), or None: a
-        comment by anyone else is never ours, whatever it carries."""
-        carrying = [
+        """Our oldest comment whose body starts with the header ``marker`` begins (a
+        PlanComment), or None: a comment by anyone else is never ours, whatever it carries."""
+        headed = [
             c
             for c in self.list_comments(pr_number)
-            if _is_int(c.get("id")) and marker in str(c.get("body") or "")
+            if _is_int(c.get("id")) and _headed(c.get("body"), marker)
         ]
-        matches = self.ours(carrying)
-        matches.sort(key=lambda c: (not str(c.get("body") or "").startswith(marker), c["id"]))
+        matches = self.ours(headed)
+        matches.sort(key=lambda c: int(c["id"]))
         return matches[0] if matches else None
 
     def _may_post_again(self, exc: GitHubError, last: bool) -> bool:
@@ -195,8 +212,8 @@ class GitHubClient(GitHubHTTP):
     # ------------------------------------------------------------------ drift issue
 
     def find_drift_issues(self, fleet: str) -> list[JSON]:
-        """Our open issues labelled fleet-drift whose body carries this fleet's marker, oldest
-        first; an issue opened by anyone else is never ours, whatever it carries."""
+        """Our open issues labelled fleet-drift whose body starts with this fleet's marker line,
+        oldest first; an issue opened by anyone else is never ours, whatever it carries."""
         marker = drift_marker(fleet)
         carrying = [
             issue
@@ -206,7 +223,7 @@ class GitHubClient(GitHubHTTP):
             )
             if "pull_request" not in issue
             and _is_int(issue.get("number"))
-            and marker in str(issue.get("body") or "")
+            and _first_line(issue.get("body")) == marker
         ]
         return sorted(self.ours(carrying), key=lambda issue: int(issue["number"]))
 
@@ -226,7 +243,7 @@ class GitHubClient(GitHubHTTP):
                 self._json("PATCH", f"repos/{repo}/issues/{number}", body={"state": "closed"})
             return IssueAction("closed", int(open_issues[0]["number"]))
 
-        text = body if marker in body else f"{marker}\n{body}"
+        text = f"{marker}\n{body}"
         title = f"Drift: live LiteLLM routes differ from fleet.yaml (fleet {fleet})"
         attempts = self._retries + 1
         for attempt in range(attempts):
@@ -247,8 +264,26 @@ class GitHubClient(GitHubHTTP):
             except GitHubError as exc:
                 if not self._may_post_again(exc, attempt == attempts - 1):
                     raise
-                self._sleep(self._backoff * (2**attempt))
+                self.pause(attempt, "POST drift issue")
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _headed(body: Any, marker: str) -> bool:
+    """Whether `body` starts with a whole fleet-sync header (sync/comment.py) that begins
+    with `marker` (one fleet and kind, any hash)."""
+    parsed = PlanComment.parse(body) if isinstance(body, str) else None
+    return parsed is not None and parsed.marker == marker
+
+
+def _first_line(body: Any) -> str:
+    """A body's first line (GitHub may store a body edited on the web with CRLF)."""
+    return body.split("\n", 1)[0].removesuffix("\r") if isinstance(body, str) else ""
+
+
+def _raise_if_fatal(exc: GitHubError) -> None:
+    """A refused token or a rate limit: the next call would fail the same way."""
+    if exc.status == 401 or (exc.retryable and exc.status in (403, 429)):
+        raise exc
 
 
 def _check_length(body: str) -> None:

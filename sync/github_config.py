@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
+
 from . import scrub
 from .answers import printable
 from .bounded_http import Answer
 from .comment import fit
-from .credentials import has_userinfo, strip_userinfo
+from .credentials import has_userinfo, strip_userinfo, unsendable
 from .github_identity import AUTHOR_VARIABLE, is_login
 from .untrusted_json import MAX_JSON_BYTES, parse_json
 
@@ -59,13 +62,26 @@ class GitHubConfig:
     sha: str | None = None
     author: str | None = None  # FLEET_SYNC_GITHUB_AUTHOR: the login the token writes as
     timeout: float = DEFAULT_TIMEOUT  # seconds per request, the whole answer included
+    graphql_url: str | None = None  # GITHUB_GRAPHQL_URL; None: next to api_url
+
+    @property
+    def graphql_endpoint(self) -> str:
+        """GitHub's GraphQL API: GITHUB_GRAPHQL_URL (GitHub Actions sets it), else beside the
+        REST API: https://api.github.com/graphql, or <host>/api/graphql for a GitHub Enterprise
+        Server's <host>/api/v3."""
+        if self.graphql_url:
+            return self.graphql_url
+        rest = httpx.URL(self.api_url)
+        path = rest.path.rstrip("/")
+        path = path[: -len("/v3")] + "/graphql" if path.endswith("/api/v3") else path + "/graphql"
+        return str(rest.copy_with(path=path, query=None, fragment=None))
 
     def __post_init__(self) -> None:
-        owner, sep, name = self.repository.partition("/")
-        if not sep or not owner or not name or "/" in name:
+        # It becomes part of every request's path: a '?', '#' or '/..' would change the URL.
+        if not _REPOSITORY.fullmatch(self.repository) or ".." in self.repository:
             raise GitHubError(
-                f"GITHUB_REPOSITORY must be 'owner/name', got {self.repository!r}: "
-                "set it to the repository to comment on (GitHub Actions sets it for you)."
+                f"GITHUB_REPOSITORY must be 'owner/name', got {printable(self.repository)[:200]!r}"
+                ": set it to the repository to comment on (GitHub Actions sets it for you)."
             )
 
     @classmethod
@@ -85,13 +101,20 @@ class GitHubConfig:
                 "`GITHUB_TOKEN: ${{ github.token }}`) and GITHUB_REPOSITORY (owner/name) "
                 "to post to GitHub."
             )
-        api_url = (environ.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
-        if has_userinfo(api_url):
-            # httpx would send user:pass@ as Basic auth in place of the token.
+        if why := unsendable(token):
             raise GitHubError(
-                f"GITHUB_API_URL {strip_userinfo(api_url)!r} carries credentials (user:pass@): "
-                "remove them; the token goes in GITHUB_TOKEN."
+                f"GITHUB_TOKEN cannot be sent to GitHub: {why}; set it to the token exactly as "
+                "issued (in a workflow: `GITHUB_TOKEN: ${{ github.token }}`)."
             )
+        api_url = checked_url("GITHUB_API_URL", environ.get("GITHUB_API_URL") or DEFAULT_API_URL)
+        step_summary = environ.get("GITHUB_STEP_SUMMARY") or None
+        if step_summary is not None and os.path.isdir(step_summary):
+            raise GitHubError(
+                f"GITHUB_STEP_SUMMARY={printable(step_summary)[:200]} is a directory: set it to "
+                "the job summary file (GitHub Actions sets it for you), or unset it."
+            )
+        graphql = environ.get("GITHUB_GRAPHQL_URL", "").strip()
+        graphql_url = checked_url("GITHUB_GRAPHQL_URL", graphql) if graphql else None
         author = environ.get(AUTHOR_VARIABLE, "").strip() or None
         if author is not None and not is_login(author):
             raise GitHubError(
@@ -103,11 +126,46 @@ class GitHubConfig:
             repository=repository,
             api_url=api_url,
             event_path=environ.get("GITHUB_EVENT_PATH") or None,
-            step_summary=environ.get("GITHUB_STEP_SUMMARY") or None,
+            step_summary=step_summary,
             sha=environ.get("GITHUB_SHA") or None,
             author=author,
             timeout=_timeout(environ.get(TIMEOUT_VARIABLE, "").strip()),
+            graphql_url=graphql_url,
         )
+
+
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}")
+_HOST = re.compile(r"[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]")
+
+
+def checked_url(variable: str, value: str) -> str:
+    """An API address from the environment (GITHUB_API_URL, GITHUB_GRAPHQL_URL), without a
+    trailing slash; a GitHubError naming the variable when it is none httpx can send the token
+    to safely."""
+    url = value.strip().rstrip("/")
+    shown = printable(strip_userinfo(url))[:200]
+
+    def refuse(why: str) -> GitHubError:
+        return GitHubError(
+            f"{variable}={shown!r} {why}: set it to the GitHub API address, e.g. "
+            "https://api.github.com (GitHub Actions sets it for you), or unset it."
+        )
+
+    if has_userinfo(url):
+        # httpx would send user:pass@ as Basic auth in place of the token.
+        raise refuse("carries credentials (user:pass@; the token goes in GITHUB_TOKEN)")
+    try:
+        parsed = httpx.URL(url)
+        port = parsed.port
+        parsed.host  # noqa: B018  (httpx decodes an xn-- label only when the host is read)
+        host = parsed.raw_host.decode("ascii")
+    except (httpx.InvalidURL, ValueError) as exc:  # an IDNA error is a ValueError
+        raise refuse(f"is not a valid address ({printable(str(exc))[:100]})") from None
+    if parsed.scheme not in ("http", "https"):
+        raise refuse("must start with https:// (or http://)")
+    if not _HOST.fullmatch(host) or (port is not None and not 0 < port < 65536):
+        raise refuse("has no valid host and port")
+    return url
 
 
 def _timeout(text: str) -> float:
@@ -155,8 +213,15 @@ def write_step_summary(
     whole = len(text.encode("utf-8")) <= room
     if not whole:
         text = _cut(text, room, note)
-    with open(config.step_summary, "a", encoding="utf-8") as fh:
-        fh.write(text)
+    try:
+        with open(config.step_summary, "a", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise GitHubError(
+            f"GITHUB_STEP_SUMMARY={printable(config.step_summary)[:200]} cannot be written "
+            f"({exc.strerror or type(exc).__name__}): set it to the job summary file (GitHub "
+            "Actions sets it for you), or unset it."
+        ) from None
     return whole
 
 
@@ -192,17 +257,34 @@ def is_rate_limited(answer: Answer) -> bool:
     if answer.status not in (403, 429):
         return False
     headers = answer.headers
-    return headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers
+    return headers.get("x-ratelimit-remaining", "").strip() == "0" or "retry-after" in headers
+
+
+# What a rate-limit header may say and still be shown: a wait of up to a day, a reset time
+# from 1970 to the end of 9999 (datetime's range). Anything else is "retry later".
+MAX_RETRY_AFTER = 86_400
+MAX_RESET = 253_402_300_799
+
+
+def header_seconds(value: str | None, highest: int) -> int | None:
+    """A header's whole number of seconds from 0 to `highest`, or None: GitHub's answer is
+    not ours, and a value like ``1e17``, 10^20 or ``²`` must end in "retry later", never in
+    an OverflowError."""
+    text = (value or "").strip()
+    if not (0 < len(text) <= len(str(highest)) and text.isascii() and text.isdigit()):
+        return None
+    number = int(text)
+    return number if number <= highest else None
 
 
 def rate_limit_message(answer: Answer, endpoint: str) -> str:
     headers = answer.headers
-    retry_after = headers.get("retry-after")
-    reset = headers.get("x-ratelimit-reset")
-    if retry_after and retry_after.strip().isdigit():
-        when = f"retry after {int(retry_after)} s"
-    elif reset and reset.strip().isdigit():
-        at = datetime.fromtimestamp(int(reset), tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    retry_after = header_seconds(headers.get("retry-after"), MAX_RETRY_AFTER)
+    reset = header_seconds(headers.get("x-ratelimit-reset"), MAX_RESET)
+    if retry_after is not None:
+        when = f"retry after {retry_after} s"
+    elif reset is not None:
+        at = datetime.fromtimestamp(reset, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
         when = f"the limit resets at {at}"
     else:
         when = "retry later"

@@ -1,5 +1,8 @@
 """The GitHub REST transport: one repository's API, each request within a total deadline and
-a size cap, retried where that is safe, every answer parsed by the one bounded JSON parser.
+a size cap, retried where that is safe, every answer parsed by the one bounded JSON parser, and
+all of one client's requests (one command's GitHub work: pages, retries and their pauses
+included) within a total budget: next-page links that never end, each page answered in time,
+cannot hold a job for hours.
 
 The token is sent in the ``Authorization`` header and nowhere else: it never appears in a
 message, a log line or a ``repr``. A late, huge, deep or garbled answer is a one-line
@@ -29,9 +32,20 @@ from .github_config import (
 from .untrusted_json import MAX_JSON_BYTES
 
 PAGE_SIZE = 100  # GitHub's maximum per_page
-# 100,000 items: far beyond any pull request's comments; the bound keeps next-page links that
-# never end from making fleet-sync read forever.
-MAX_PAGES = 1000
+# 10,000 items: far beyond any pull request's comments (GitHub stops a conversation long before),
+# open drift issues or pull requests of a commit; the bound keeps next-page links that never end
+# from making fleet-sync read on.
+MAX_PAGES = 100
+# The budget of one client, all requests together: this many per-request deadlines
+# (FLEET_SYNC_GITHUB_TIMEOUT), at least a minute and at most half an hour.
+BUDGET_FACTOR = 10
+MIN_BUDGET, MAX_BUDGET = 60.0, 1800.0
+
+
+def total_budget(timeout: float) -> float:
+    """Seconds all of one command's GitHub requests may take together."""
+    return min(max(BUDGET_FACTOR * timeout, MIN_BUDGET), MAX_BUDGET)
+
 
 JSON = dict[str, Any]
 
@@ -49,9 +63,15 @@ class GitHubHTTP:
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
         max_bytes: int = MAX_JSON_BYTES,
+        budget: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.config = config
         self.timeout = config.timeout if timeout is None else timeout
+        self.budget = total_budget(self.timeout) if budget is None else budget
+        self._clock = clock
+        self._started = clock()
+        self._requests = 0
         self._max_bytes = max_bytes
         self._retries = retries
         self._backoff = backoff
@@ -133,12 +153,18 @@ class GitHubHTTP:
         *,
         params: Mapping[str, str] | None = None,
         json_body: JSON | None = None,
+        idempotent: bool | None = None,
     ) -> Answer:
+        """One request, retried where that is safe (`idempotent`: by default by its method;
+        a GraphQL query is a POST that is safe to send again)."""
         endpoint = f"{method} {_path_of(url, self._base)}"
-        idempotent = method in {"GET", "PATCH", "PUT", "DELETE", "HEAD"}
+        if idempotent is None:
+            idempotent = method in {"GET", "PATCH", "PUT", "DELETE", "HEAD"}
         attempts = self._retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
+            seconds = min(self.timeout, self._left(endpoint))
+            self._requests += 1
             try:
                 # The last scrub of what GitHub receives (comments and issues are public to
                 # the repository): the run's secrets and user:pass@ of addresses.
@@ -146,7 +172,7 @@ class GitHubHTTP:
                     self._http,
                     method,
                     url,
-                    seconds=self.timeout,
+                    seconds=seconds,
                     cap=self._max_bytes,
                     params=params,
                     json=scrub.active().value(json_body),
@@ -168,8 +194,10 @@ class GitHubHTTP:
                 ) from None
             except (AnswerLate, httpx.TransportError) as exc:
                 not_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+                if seconds < self.timeout and isinstance(exc, AnswerLate | httpx.TimeoutException):
+                    raise self._over_budget(endpoint, maybe_committed=not idempotent) from None
                 if (idempotent or not_sent) and not last:
-                    self._sleep(self._backoff * (2**attempt))
+                    self.pause(attempt, endpoint)
                     continue
                 why = (
                     f"no complete answer within {self.timeout:g} s"
@@ -199,7 +227,7 @@ class GitHubHTTP:
                 )
             if status >= 500:
                 if idempotent and not last:
-                    self._sleep(self._backoff * (2**attempt))
+                    self.pause(attempt, endpoint)
                     continue
                 tries = f" after {attempt + 1} attempts" if attempt else ""
                 raise GitHubError(
@@ -219,6 +247,32 @@ class GitHubHTTP:
                 detail=github_message(answer),
             )
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def pause(self, attempt: int, endpoint: str) -> None:
+        """The back-off before retry `attempt` + 1, within the budget."""
+        delay = self._backoff * (2**attempt)
+        if delay >= self._left(endpoint):
+            raise self._over_budget(endpoint)
+        self._sleep(delay)
+
+    def _left(self, endpoint: str) -> float:
+        """Seconds left of the budget; a GitHubError when none are."""
+        left = self.budget - (self._clock() - self._started)
+        if left <= 0:
+            raise self._over_budget(endpoint)
+        return left
+
+    def _over_budget(self, endpoint: str, maybe_committed: bool = False) -> GitHubError:
+        return GitHubError(
+            f"GitHub's answers took longer than this command's budget of {self.budget:g} s "
+            f"in all ({self._requests} request(s); stopped at {endpoint}): GitHub too slow, "
+            "next-page links that never end, or wrong GITHUB_API_URL (the budget is "
+            f"{BUDGET_FACTOR} times FLEET_SYNC_GITHUB_TIMEOUT, {MIN_BUDGET:g} to "
+            f"{MAX_BUDGET:g} s).",
+            endpoint=endpoint,
+            retryable=True,
+            maybe_committed=maybe_committed,
+        )
 
     def _redact(self, text: str) -> str:
         token = self.config.token

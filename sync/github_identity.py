@@ -1,12 +1,12 @@
 """Who the token writes as, so fleet-sync edits, closes and copies only what it wrote itself.
 
 The sticky plan comment, the apply result and the drift issue are recognised by their hidden
-marker *and* their author: anyone can paste a marker into a comment or an issue. The author is
-the token's identity: what ``GET /user`` names for a user's token; ``github-actions[bot]`` for
-the Actions token (GitHub answers ``GET /user`` with 403 "Resource not accessible by
-integration" for it, and for a GitHub App's installation token, whose bot login the user gives in
-FLEET_SYNC_GITHUB_AUTHOR). When the identity cannot be learnt, it is unknown and nothing
-existing is touched.
+header *and* their author: anyone can paste a header into a comment or an issue. The author is
+the token's identity: FLEET_SYNC_GITHUB_AUTHOR when set; else what ``GET /user`` names for a
+user's token; for an installation token (the Actions ``GITHUB_TOKEN`` and a GitHub App's alike:
+``GET /user`` answers both 403 "Resource not accessible by integration"), what GraphQL's
+``viewer { login }`` names (``github-actions[bot]``, ``my-app[bot]``). When none of that answers,
+the identity is unknown, never guessed, and nothing existing is touched.
 """
 
 from __future__ import annotations
@@ -19,9 +19,11 @@ from typing import Any
 from .answers import printable
 
 AUTHOR_VARIABLE = "FLEET_SYNC_GITHUB_AUTHOR"
+AUTHOR_INPUT = "github-author"  # the action's input that sets it
 ACTIONS_BOT = "github-actions[bot]"
 # GitHub's answer to GET /user for an installation token (the Actions token included).
 INTEGRATION = "Resource not accessible by integration"
+VIEWER_QUERY = "query { viewer { login } }"
 # A login: letters, digits, '-' (and '_' for managed users), '[bot]' for apps.
 _LOGIN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,99}(\[bot\])?")
 
@@ -59,7 +61,7 @@ class Identity:
             return ""
         return (
             f" (the token's identity is unknown: {self.source}; {what}; set {AUTHOR_VARIABLE} "
-            "to the token's login)"
+            f"(the action's {AUTHOR_INPUT} input) to the token's login)"
         )
 
 
@@ -85,8 +87,20 @@ def from_user(data: Any) -> Identity:
     return Identity(login, kind if kind in ("Bot", "User") else kind_of(login), "GET /user")
 
 
-def actions_token() -> Identity:
-    return Identity(ACTIONS_BOT, "Bot", f"GET /user: {INTEGRATION} (an Actions token)")
+def from_viewer(data: Any) -> Identity:
+    """The identity GraphQL's viewer names (asked once GET /user answered INTEGRATION: an
+    installation token), unknown when the answer names no login."""
+    body = data if isinstance(data, dict) else {}
+    viewer = body.get("data")
+    viewer = viewer.get("viewer") if isinstance(viewer, dict) else None
+    login = viewer.get("login") if isinstance(viewer, dict) else None
+    if not isinstance(login, str) or not is_login(login):
+        errors = body.get("errors")
+        first = errors[0] if isinstance(errors, list) and errors else None
+        said = first.get("message") if isinstance(first, dict) else None
+        why = f": {printable(said)[:100]}" if isinstance(said, str) else ""
+        return unknown(f"GET /user: {INTEGRATION}, and GraphQL's viewer named no login{why}")
+    return Identity(login, kind_of(login), f"GraphQL viewer (GET /user: {INTEGRATION})")
 
 
 def unknown(why: str) -> Identity:

@@ -12,6 +12,7 @@ from typing import Any
 from .apply import Result
 from .artifact import WHAT, ReportFiles
 from .comment import PlanComment, add_run, fit, marker_for
+from .display import code
 from .fleet import Fleet, fleet_from_doc
 from .github import GitHubClient
 from .github_config import GitHubConfig, GitHubError, read_event, write_step_summary
@@ -59,12 +60,13 @@ def base_plan(
     fleet_file: Path, ref: str, plan_for: Callable[[Fleet], Plan]
 ) -> tuple[Plan | None, str]:
     """The plan fleet.yaml at the merge base would make against today's live routes
-    (`plan_for` plans a fleet against them the way the head's plan was made)."""
+    (`plan_for` plans a fleet against them the way the head's plan was made), and a note on it
+    in markdown (git's message, which quotes the ref, in a code span)."""
     try:
         base = merge_base(fleet_file.resolve().parent, ref)
         text = file_at(fleet_file, base)
     except GitRefError as exc:
-        return None, f"no merge base ({exc}): every change is counted as this PR's"
+        return None, f"no merge base ({code(str(exc))}): every change is counted as this PR's"
     if text is None:
         return None, f"fleet.yaml is new at {base[:12]}: every change is this PR's"
     try:
@@ -141,7 +143,7 @@ def _result_body(result: Result, note: str, verified: Sequence[Verified]) -> str
         return result_markdown(result, note, verified)
     # A re-run after a successful apply: say so, and add_run keeps what the first run did.
     return (
-        f"### fleet-sync apply for `{result.plan.fleet}`: nothing to do\n\n"
+        f"### fleet-sync apply for {code(result.plan.fleet)}: nothing to do\n\n"
         "The proxy already matched fleet.yaml when this job ran (again).\n\n"
         f"<sub>plan hash `{result.plan.hash}`</sub>\n"
     )
@@ -162,14 +164,15 @@ def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
     if reviewed.plan_hash != applied.hash:
         return (
             f"The plan applied ({applied.hash[:19]}…) differs from the plan reviewed in this "
-            f"pull request ({reviewed.plan_hash[:19]}…): live state moved after the review."
+            f"pull request ({code(reviewed.plan_hash[:19] + '…')}): live state moved after the "
+            "review."
         )
     return ""
 
 
 def report_drift(plan: Plan, environ: Mapping[str, str]) -> str:
     config = GitHubConfig.from_env(environ)
-    report = scrub(plan_markdown(plan, title=f"Drift in fleet `{plan.fleet}`"))
+    report = scrub(plan_markdown(plan, title=f"Drift in fleet {code(plan.fleet)}"))
     where = _keep(config, environ, "drift", plan, report)
     body = None if plan.empty else fit(report, note=where)
     with GitHubClient(config) as github:

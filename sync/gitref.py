@@ -17,6 +17,8 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
+from . import display
+
 if TYPE_CHECKING:
     import git
 
@@ -86,27 +88,50 @@ def _repo(start: Path) -> git.Repo:
         raise GitRefError(f"{start} is not inside a git repository") from exc
 
 
+def checked_ref(ref: str) -> str:
+    """A ref as given (an event's base.sha, --base-ref): one git reads as a revision, never as
+    an option (`--independent` made `git merge-base` answer HEAD itself: the pull request's
+    own fleet.yaml became the trusted one). GitRefError otherwise."""
+    if not ref or ref.startswith("-") or not ref.isprintable() or any(c.isspace() for c in ref):
+        shown = display.text(ref)[:100]
+        raise GitRefError(f"{shown!r} is not a git revision (empty, '-' first, or blanks)")
+    return ref
+
+
+def _end_of_options(repo: git.Repo) -> list[str]:
+    """`--end-of-options` where git knows it (2.24+): what follows is never an option, even
+    should a ref that starts with '-' get past checked_ref."""
+    return ["--end-of-options"] if repo.git.version_info >= (2, 24) else []
+
+
 # The functions below call _repo before they import gitpython: it picks the program first.
 
 
 def merge_base(start: Path, base: str, head: str = "HEAD") -> str:
     """The commit a pull request branched from (what 'this PR changes' is measured against)."""
+    checked_ref(base)
+    checked_ref(head)
     repo = _repo(start)
     import git
 
     try:
-        bases = repo.merge_base(base, head)
+        found = str(repo.git.merge_base(*_end_of_options(repo), base, head)).split()
     except git.GitCommandError as exc:
-        raise GitRefError(
-            f"cannot find the merge base of {base} and {head}: {exc.stderr.strip()}"
-        ) from exc
-    if not bases:
+        if exc.status == 1 and not str(exc.stderr).strip():  # git's answer for "none"
+            found = []
+        else:
+            raise GitRefError(
+                f"cannot find the merge base of {display.text(base)[:100]} and {head}: "
+                f"{display.text(str(exc.stderr).strip())[:300]}"
+            ) from exc
+    if not found:
         raise GitRefError(f"{base} and {head} share no history (fetch with fetch-depth: 0)")
-    return str(bases[0].hexsha)
+    return found[0]
 
 
 def file_at(path: Path, ref: str) -> str | None:
     """The text of `path` at `ref`, or None when the file did not exist there."""
+    checked_ref(ref)
     repo = _repo(path.resolve().parent)
     import git
 

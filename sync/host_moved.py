@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import gitops
+from .display import code
 from .fleet import Fleet
 from .github_config import GitHubConfig
 from .github_pulls import PullRequestClient
@@ -86,11 +87,6 @@ class Proposal:
     head: str  # the commit the pull request shows ("" when none)
 
 
-def _code(text: str) -> str:
-    fence = "``" if "`" in text else "`"
-    return f"{fence}{text}{fence}"
-
-
 def propose(
     github: PullRequestClient,
     fleet_file: Path,
@@ -112,7 +108,7 @@ def propose(
         number = int(existing["number"])
         github.post_comment(
             number,
-            f"Closed: {base} already has {_code(model)}/{_code(host)} at {_code(api_base)}.",
+            f"Closed: {base} already has {code(model)}/{code(host)} at {code(api_base)}.",
         )
         github.edit_pull(number, state="closed")
         return Proposal(branch, number, str(existing.get("html_url") or ""), "closed", "")
@@ -120,7 +116,7 @@ def propose(
     commit = github.commit_file(parent, path, content, f"{title}\n\nRequested by host-moved.")
     moved = github.point_branch(branch, commit)
     body = (
-        f"Host {_code(host)} of model {_code(model)} moved to {_code(api_base)}.\n\n"
+        f"Host {code(host)} of model {code(model)} moved to {code(api_base)}.\n\n"
         f"Opened by the host-moved workflow from a `host-moved` dispatch: `fleet-sync set-host` "
         f"changed only this host's `api_base` in `{path}`. The plan comment below shows what "
         "apply will do after the merge."

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol, TextIO
 
+from . import display
+
 WRITE_STATES = ("written", "ambiguous", "failed")
 
 
@@ -129,6 +131,7 @@ class ProgressWriter:
         if not force and now - self._shown_at < self.interval:
             return
         self._shown_at = now
+        text = display.text(text)  # one line: the live line is rewritten in place
         if self.live:
             self.stream.write(f"\r\033[K{text}")
             self._line = text

@@ -1,19 +1,26 @@
-"""Plans, results and validation problems as terminal text, GitHub markdown and JSON."""
+"""Plans, results and validation problems as terminal text, GitHub markdown and JSON.
+
+Route names, ids, hosts, keys, reasons and details come from the proxy (or GitHub, a payload,
+an upstream): they are shown by sync/display.py's rule. Text: every line is escaped whole and
+starts with fleet-sync's own words. Markdown: such a string is only ever inside a code span or
+a fenced block whose fence outruns its backticks.
+"""
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .compare import ABSENT, UNREADABLE, FieldChange, shown
+from .display import cell, code, fence, text
 from .health import Verified
 from .plan import Change, Conflict, Create, Plan, Update
 from .problems import Problem
 from .redaction import Hidden, desired_value, field_values, shaped, shown_path
 from .report_health import (
     change_health,
-    code_safe,
     health_line,
     probe_summary,
     unhealthy_markdown,
@@ -43,20 +50,22 @@ def summary(plan: Plan) -> str:
     return f"+{c} create, ~{u} update, -{d} prune{held}"
 
 
-def litellm_label(plan: Plan) -> str:
-    return f"LiteLLM {plan.litellm_version}" if plan.litellm_version else "LiteLLM version unknown"
+def litellm_label(plan: Plan, markdown: bool = False) -> str:
+    if not plan.litellm_version:
+        return "LiteLLM version unknown"
+    return f"LiteLLM {code(plan.litellm_version) if markdown else plan.litellm_version}"
 
 
 def _notes_markdown(plan: Plan) -> list[str]:
     """What the plan could not look at (fleet.yaml's history), where reviewers read."""
-    return [f"> [!NOTE]\n> {note}\n" for note in plan.notes]
+    return [f"> [!NOTE]\n> {text(note)}\n" for note in plan.notes]
 
 
 def _untested_markdown(plan: Plan) -> list[str]:
     """A known version outside the tested range, said where reviewers read (never a refusal)."""
     release = LiteLLMRelease(plan.litellm_version)
     warning = release.warning() if plan.litellm_version else None
-    return [f"> [!WARNING]\n> {warning}\n"] if warning else []
+    return [f"> [!WARNING]\n> {code(warning)}\n"] if warning else []
 
 
 def _value(v: Any) -> str:
@@ -92,7 +101,7 @@ def _lines(change: Change) -> list[str]:
         ]
     if isinstance(change, Create):
         params = desired_value(shown(change.route)["litellm_params"])
-        return [f"{k}: {_value(v)}" for k, v in params.items()]
+        return [f"litellm_params.{k}: {_value(v)}" for k, v in params.items()]
     note = f"reason: {change.reason}"
     if change.replaced_by:
         note += f"; replaced by {change.replaced_by}"
@@ -133,46 +142,49 @@ def _conflict(conflict: Conflict) -> str:
 
 
 def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) -> str:
-    def paint(action: str, text: str) -> str:
-        return f"{COLOUR[action]}{text}{RESET}" if colour else text
-
-    out = [f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}  {litellm_label(plan)}"]
-    out += [line for line in [probe_summary(plan)] if line]
+    # (colour, line): each line is escaped whole (a newline in a route name stays on its
+    # line), then painted; every line starts with fleet-sync's own words.
+    rows: list[tuple[str, str]] = [
+        ("", f"fleet {plan.fleet}: {summary(plan)}  {plan.hash}  {litellm_label(plan)}")
+    ]
+    rows += [("", line) for line in [probe_summary(plan)] if line]
     if plan.empty:
-        out.append("No changes. The proxy matches fleet.yaml.")
+        rows.append(("", "No changes. The proxy matches fleet.yaml."))
     for change in plan.changes:
-        out.append(
-            paint(change.action, f"{SYMBOL[change.action]} {change.action} {_label(change)}")
-        )
-        out += [f"    {line}" for line in _lines(change)]
-        out += [f"    {health_line(h)}" for h in [change_health(plan, change)] if h]
+        head = f"{SYMBOL[change.action]} {change.action} {_label(change)}"
+        rows.append((COLOUR[change.action], head))
+        rows += [("", f"    {line}") for line in _lines(change)]
+        rows += [("", f"    {health_line(h)}") for h in [change_health(plan, change)] if h]
     if plan.withheld:
-        out.append(f"withheld by health: require, not applied ({len(plan.withheld)}):")
+        rows.append(("", f"withheld by health: require, not applied ({len(plan.withheld)}):"))
         for w in plan.withheld:
-            out.append(f"! {w.change.action} {_label(w.change)}")
-            out += [f"    {line}" for line in _lines(w.change)]
-            out.append(f"    withheld: {w.reason}")
-    out += unhealthy_text(plan)
-    out += [paint("delete", f"! conflict {_conflict(c)}") for c in plan.conflicts]
+            rows.append(("", f"! {w.change.action} {_label(w.change)}"))
+            rows += [("", f"    {line}") for line in _lines(w.change)]
+            rows.append(("", f"    withheld: {w.reason}"))
+    rows += [("", line) for line in unhealthy_text(plan)]
+    rows += [(COLOUR["delete"], f"! conflict {_conflict(c)}") for c in plan.conflicts]
     if plan.ignored:
-        out.append(
-            f"{DIM if colour else ''}ignored ({len(plan.ignored)}):{RESET if colour else ''}"
-        )
+        rows.append((DIM, f"ignored ({len(plan.ignored)}):"))
         listed = plan.ignored[:IGNORED_SHOWN]
-        out += [f"    {i.route.model_name} ({i.route.id}): {i.reason}" for i in listed]
+        rows += [("", f"    route {i.route.model_name} ({i.route.id}): {i.reason}") for i in listed]
         if len(plan.ignored) > IGNORED_SHOWN:
             rest = len(plan.ignored) - IGNORED_SHOWN
-            out.append(f"    ... and {rest} more (--format json lists every one)")
-    out += [f"REFUSED: {reason}" for reason in refusals]
-    return "\n".join(out) + "\n"
+            rows.append(("", f"    ... and {rest} more (--format json lists every one)"))
+    rows += [("", f"REFUSED: {reason}") for reason in refusals]
+    return "".join(
+        f"{paint}{text(line)}{RESET}\n" if paint and colour else f"{text(line)}\n"
+        for paint, line in rows
+    )
 
 
 # -- plan: markdown ------------------------------------------------------------------------
 
 
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
-    out = [f"### {title or f'fleet-sync plan for `{plan.fleet}`'}", "", f"**{summary(plan)}**", ""]
-    out += [f"> [!CAUTION]\n> Refused without `--force`: {r}\n" for r in refusals]
+    """`title` is markdown (its live parts in code spans); default: the plan's."""
+    heading = title or f"fleet-sync plan for {code(plan.fleet)}"
+    out = [f"### {heading}", "", f"**{summary(plan)}**", ""]
+    out += [f"> [!CAUTION]\n> Refused without `--force`: {code(r)}\n" for r in refusals]
     out += _untested_markdown(plan) + _notes_markdown(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
     out += conflicts_markdown(plan)
@@ -180,15 +192,24 @@ def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] 
     out += ["No changes. The proxy matches fleet.yaml.", ""] if plan.empty else []
     out += withheld_markdown(plan) + unhealthy_markdown(plan)
     out += ignored_markdown(plan)
-    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan)}</sub>")
+    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan, markdown=True)}</sub>")
     return "\n".join(out) + "\n"
+
+
+def _conflict_markdown(conflict: Conflict) -> str:
+    desired, held = conflict.desired, conflict.held_by
+    return (
+        f"{code(desired.model_name)} host {code(desired.host or '')} ({code(conflict.id)}): "
+        f"held by a route of {code(held.model_name)} this fleet does not own "
+        f"({code(conflict.reason)}); left alone, this host has no route"
+    )
 
 
 def conflicts_markdown(plan: Plan) -> list[str]:
     if not plan.conflicts:
         return []
     head = f"#### Conflicts ({len(plan.conflicts)}): ids held by routes this fleet does not own"
-    return [head, "", *(f"- {_conflict(c)}" for c in plan.conflicts), ""]
+    return [head, "", *(f"- {_conflict_markdown(c)}" for c in plan.conflicts), ""]
 
 
 def ignored_markdown(plan: Plan) -> list[str]:
@@ -197,7 +218,9 @@ def ignored_markdown(plan: Plan) -> list[str]:
     head = (
         f"<details><summary>Ignored routes (not owned by this fleet): {len(plan.ignored)}</summary>"
     )
-    items = [f"- `{i.route.model_name}` `{i.route.id}`: {i.reason}" for i in plan.ignored]
+    items = [
+        f"- {code(i.route.model_name)} {code(i.route.id)}: {code(i.reason)}" for i in plan.ignored
+    ]
     return [head, "", *items, "", "</details>", ""]
 
 
@@ -205,18 +228,19 @@ def withheld_markdown(plan: Plan) -> list[str]:
     """Changes health: require holds back: their host does not serve the declared model."""
     if not plan.withheld:
         return []
-    out = [
+    body = []
+    for w in plan.withheld:
+        c = w.change
+        body.append(f"! {c.action} {c.model_name} {c.host or c.id} ({c.id})")
+        body += [f"!     {line}" for line in _lines(c)]
+        body.append(f"!     withheld: {w.reason}")
+    return [
         f"#### {WITHHELD_ICON} Withheld: the host does not serve its model ({len(plan.withheld)})",
         "<sub>health: require: apply leaves these routes as they are and exits 4.</sub>",
         "",
-        "```diff",
+        *fence(body, "diff"),
+        "",
     ]
-    for w in plan.withheld:
-        c = w.change
-        out.append(f"! {c.action} {c.model_name} {c.host or c.id} ({c.id})")
-        out += [f"!     {line}" for line in _lines(c)]
-        out.append(f"!     withheld: {code_safe(w.reason)}")
-    return [*out, "```", ""]
 
 
 def changes_markdown(changes: Iterable[Change], plan: Plan | None = None) -> list[str]:
@@ -232,26 +256,20 @@ def changes_markdown(changes: Iterable[Change], plan: Plan | None = None) -> lis
             for a in ("create", "update", "delete")
             if (n := sum(1 for c in items if c.action == a))
         )
-        body = ["```diff"]
+        lines = []
         for change in items:
-            body.append(
-                f"{SYMBOL[change.action]} {change.action} {change.host or change.id} ({change.id})"
-            )
-            body += [f"{SYMBOL[change.action]}     {line}" for line in _lines(change)]
+            symbol = SYMBOL[change.action]
+            lines.append(f"{symbol} {change.action} {change.host or change.id} ({change.id})")
+            lines += [f"{symbol}     {line}" for line in _lines(change)]
             health = change_health(plan, change) if plan else None
-            body += [f"      {code_safe(health_line(health, icon=True))}"] if health else []
-        body.append("```")
+            lines += [f"      {health_line(health, icon=True)}"] if health else []
+        body = fence(lines, "diff")
         if len(body) > 20:
-            out += [
-                f"<details><summary><code>{model}</code> ({counts})</summary>",
-                "",
-                *body,
-                "",
-                "</details>",
-                "",
-            ]
+            # An HTML block: the name is escaped for HTML, not markdown.
+            summary_ = f"<code>{html.escape(text(model))}</code> ({counts})"
+            out += [f"<details><summary>{summary_}</summary>", "", *body, "", "</details>", ""]
         else:
-            out += [f"#### `{model}` ({counts})", "", *body, ""]
+            out += [f"#### {code(model)} ({counts})", "", *body, ""]
     return out
 
 
@@ -262,14 +280,15 @@ def pr_markdown(
     base_note: str,
     refusals: Sequence[str] = (),
 ) -> str:
-    """The pull-request view: what this PR changes apart from drift that is already live."""
-    out = [f"### fleet-sync plan for `{plan.fleet}`", "", f"**{summary(plan)}**", ""]
-    out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {r}\n" for r in refusals]
+    """The pull-request view: what this PR changes apart from drift that is already live.
+    `base_note` is markdown (its live parts in code spans)."""
+    out = [f"### fleet-sync plan for {code(plan.fleet)}", "", f"**{summary(plan)}**", ""]
+    out += [f"> [!CAUTION]\n> apply would refuse without `--force`: {code(r)}\n" for r in refusals]
     out += _untested_markdown(plan) + _notes_markdown(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
     out += conflicts_markdown(plan)
     out += withheld_markdown(plan)
-    out += [f"#### This PR changes ({len(this_pr)})", f"<sub>{base_note}</sub>", ""]
+    out += [f"#### This PR changes ({len(this_pr)})", f"<sub>{text(base_note)}</sub>", ""]
     out += changes_markdown(this_pr, plan) or ["Nothing: fleet.yaml changes no route.", ""]
     if drift:
         out += [
@@ -281,7 +300,7 @@ def pr_markdown(
         out += changes_markdown(drift, plan)
     out += unhealthy_markdown(plan)
     out += ignored_markdown(plan)
-    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan)}</sub>")
+    out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan, markdown=True)}</sub>")
     return "\n".join(out) + "\n"
 
 
@@ -299,34 +318,29 @@ def result_text(result: Result) -> str:
     for w in result.plan.withheld:
         out.append(f"  {'withheld':<11} {w.change.action} {_label(w.change)}: {w.reason}")
     out += [f"  {'conflict':<11} {_conflict(c)}" for c in result.plan.conflicts]
-    return "\n".join(out) + "\n"
+    return "".join(f"{text(line)}\n" for line in out)
 
 
 def result_markdown(result: Result, note: str = "", verified: Sequence[Verified] = ()) -> str:
     verdict = "applied" if result.complete else "**incomplete**"
-    out = [f"### fleet-sync apply for `{result.plan.fleet}`: {verdict}", ""]
+    out = [f"### fleet-sync apply for {code(result.plan.fleet)}: {verdict}", ""]
     if note:
-        out += [f"> [!NOTE]\n> {note}", ""]
+        out += [f"> [!NOTE]\n> {text(note)}", ""]
     out += [
         f"{result.count('done')} done, {result.count('failed')} failed, "
         f"{result.count('unconfirmed')} unconfirmed, {result.count('skipped')} skipped"
         + (f", {len(result.plan.withheld)} withheld" if result.plan.withheld else ""),
         "",
     ]
-    if result.outcomes or result.plan.withheld:
+    rows = [
+        (f"{STATUS_ICON[o.status]} {o.status}", o.change, o.detail) for o in result.outcomes
+    ] + [(f"{WITHHELD_ICON} withheld", w.change, w.reason) for w in result.plan.withheld]
+    if rows:
         out += ["| | change | model | host | detail |", "|---|---|---|---|---|"]
-        for o in result.outcomes:
-            detail = o.detail.replace("|", "\\|")
-            out.append(
-                f"| {STATUS_ICON[o.status]} {o.status} | {o.change.action} | "
-                f"`{o.change.model_name}` | {o.change.host or ''} | {detail} |"
-            )
-        for w in result.plan.withheld:
-            reason = w.reason.replace("|", "\\|")
-            out.append(
-                f"| {WITHHELD_ICON} withheld | {w.change.action} | `{w.change.model_name}` | "
-                f"{w.change.host or ''} | {reason} |"
-            )
+        for status, change, detail in rows:
+            live = (change.model_name, change.host or "", detail)
+            model, host, shown = (cell(code(v)) if v else "" for v in live)
+            out.append(f"| {status} | {change.action} | {model} | {host} | {shown} |")
     out += verify_markdown(verified)
     out += ["", *conflicts_markdown(result.plan)] if result.plan.conflicts else []
     out += ["", f"<sub>plan hash `{result.plan.hash}`</sub>"]
@@ -371,7 +385,7 @@ def result_json(result: Result) -> dict[str, Any]:
 
 
 def problems_text(problems: Sequence[Problem]) -> str:
-    return "".join(f"{p}\n" for p in problems)
+    return "".join(f"{text(str(p))}\n" for p in problems)
 
 
 def problems_github(problems: Sequence[Problem]) -> str:

@@ -1,9 +1,12 @@
-"""Probe results and proxy verification as text and markdown lines, for report.py."""
+"""Probe results and proxy verification as text and markdown lines, for report.py (whose
+display rule holds here too: text lines start with fleet-sync's words and are escaped by the
+caller, live strings in markdown sit in code spans)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .display import code, text
 from .health import HostHealth, Verified
 from .plan import Change, Delete, Plan
 
@@ -52,7 +55,9 @@ def unhealthy_text(plan: Plan) -> list[str]:
     if not hosts:
         return []
     out = [f"not serving, no change planned ({len(hosts)}):"]
-    return out + [f"    {h.model_name} host={h.host} at {h.api_base}: {h.summary()}" for h in hosts]
+    return out + [
+        f"    model {h.model_name} host={h.host} at {h.api_base}: {h.summary()}" for h in hosts
+    ]
 
 
 def unhealthy_markdown(plan: Plan) -> list[str]:
@@ -61,7 +66,8 @@ def unhealthy_markdown(plan: Plan) -> list[str]:
         return []
     head = f"<details><summary>Hosts that do not serve, no change planned: {len(hosts)}</summary>"
     items = [
-        f"- `{h.model_name}` host `{h.host}` at `{h.api_base}`: {ICON[h.state]} {_md(h.summary())}"
+        f"- {code(h.model_name)} host {code(h.host)} at {code(h.api_base)}: {ICON[h.state]} "
+        f"{code(h.summary())}"
         for h in hosts
     ]
     return [head, "", *items, "", "</details>", ""]
@@ -72,22 +78,12 @@ def verify_text(verified: Sequence[Verified], proxy_url: str) -> str:
         return "verify: no model group changed; nothing to ask through the proxy\n"
     out = [f"verify through {proxy_url} (POST /v1/chat/completions, max_tokens 1):"]
     out += [f"  {'ok' if v.ok else 'failed':<7} {v.model_name}: {v.detail}" for v in verified]
-    return "\n".join(out) + "\n"
+    return "".join(f"{text(line)}\n" for line in out)
 
 
 def verify_markdown(verified: Sequence[Verified]) -> list[str]:
     if not verified:
         return []
     out = ["", "Verified through the proxy (one `max_tokens: 1` request per changed model):", ""]
-    out += [f"- {'✅' if v.ok else '❌'} `{v.model_name}`: {_md(v.detail)}" for v in verified]
+    out += [f"- {'✅' if v.ok else '❌'} {code(v.model_name)}: {code(v.detail)}" for v in verified]
     return out
-
-
-def code_safe(text: str) -> str:
-    """Upstream text inside a fenced block: a backtick run could close the fence."""
-    return text.replace("`", "'")
-
-
-def _md(text: str) -> str:
-    """Upstream text (model ids, error messages) kept from breaking the markdown around it."""
-    return text.replace("|", "\\|").replace("<", "&lt;").replace("`", "'")

@@ -6,7 +6,11 @@ admin key, the GitHub token, the values of the environment variables fleet.yaml 
 and removes them, the user:password@ of any address, and tokens of an unmistakable shape, from
 whatever is about to leave the process: stdout, stderr (both wrapped for the whole command,
 tracebacks and usage errors included), files written, the PR comment, the drift issue, the job
-summary, every body sent to GitHub.
+summary, every body sent to GitHub. It also holds the last of the display rule
+(sync/display.py) for what is shown — stdout, stderr, the comment, the issue, the job summary:
+every non-printable character but a newline is escaped there, and on stdout and stderr no line
+is a GitHub workflow command (validate's annotations excepted). Files written as data (a saved
+plan, a rendered config, an imported fleet.yaml) keep their characters: only secrets go.
 
 Which shapes (sync/credentials.py mask_tokens): issuers' tokens (ghp_, github_pat_, glpat-,
 xoxb-, hf_, ya29., AKIA/ASIA, AIza, RunPod's rpa_, Groq's gsk_ and the other LLM providers' of
@@ -26,6 +30,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -33,6 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import display
 from .credentials import mask_tokens, referenced_names, strip_userinfo
 
 MASK = "***"
@@ -87,7 +93,15 @@ class Scrubber:
             return
         self.remember_references(raw.decode("utf-8", errors="replace"), environ)
 
-    def __call__(self, text: str) -> str:
+    def __call__(self, text: str, keep: re.Pattern[str] | None = None) -> str:
+        """Text to show (a stream, a comment, the job summary): `masked`, and with every
+        non-printable character but a newline escaped (sync/display.py), except the matches
+        of `keep`."""
+        return display.controls(self.masked(text), keep)
+
+    def masked(self, text: str) -> str:
+        """The text without this run's secrets, user:password@ of addresses and tokens of an
+        unmistakable shape; nothing else changed (a file's data stays exact)."""
         text = strip_userinfo(text)
         for form in self._forms:
             if form in text:
@@ -122,13 +136,23 @@ def remember(*values: str | None) -> None:
 
 
 def write_text(path: Path, text: str) -> None:
-    """Write an output file (a saved plan, a rendered config), scrubbed."""
-    path.write_text(scrub(text), encoding="utf-8")
+    """Write an output file (a saved plan, a rendered config, an imported fleet.yaml), its
+    secrets masked: data, written exactly otherwise (what it quotes from outside is made safe
+    where it is shown, sync/display.py)."""
+    path.write_text(_active.masked(text), encoding="utf-8")
+
+
+# The terminal sequences fleet-sync writes itself (colours of a plan, the live progress line):
+# kept on a terminal, escaped everywhere else like any other control character.
+OWN_TERMINAL_SEQUENCES = re.compile(r"\x1b\[(?:0|2|31|32|33)m|\x1b\[K|\r")
 
 
 class ScrubbedStream(io.TextIOBase):
     """A text stream that scrubs what it passes on. Whole lines are scrubbed at once, so a
-    secret split over two writes is still found; the rest goes out on flush."""
+    secret split over two writes is still found; the rest goes out on flush. Every line also
+    goes through display.stream_line: GitHub Actions reads stdout and stderr for workflow
+    commands, and no line fleet-sync writes is one (validate's annotations excepted, written
+    through write_annotations)."""
 
     def __init__(self, inner: TextIO, scrubber: Scrubber) -> None:
         super().__init__()
@@ -136,6 +160,7 @@ class ScrubbedStream(io.TextIOBase):
         self._scrubber = scrubber
         self._pending = ""
         self._lock = threading.Lock()
+        self._keep = OWN_TERMINAL_SEQUENCES if _isatty(inner) else None
 
     @property
     def encoding(self) -> str:  # type: ignore[override]  # read-only on TextIOBase
@@ -159,15 +184,55 @@ class ScrubbedStream(io.TextIOBase):
             complete, newline, rest = self._pending.rpartition("\n")
             if newline:
                 self._pending = rest
-                self.inner.write(self._scrubber(complete + newline))
+                self.inner.write(self._lines(complete + newline))
         return len(text)
 
-    def flush(self) -> None:
+    def write_annotations(self, text: str) -> None:
+        """Lines that are GitHub annotations on purpose (validate --format github): those of
+        exactly that form keep their `::`; anything else is scrubbed as usual."""
         with self._lock:
-            if self._pending:
-                self.inner.write(self._scrubber(self._pending))
-                self._pending = ""
+            self._flush_pending()
+            self.inner.write(self._lines(text, annotations=True))
+
+    def _lines(self, text: str, annotations: bool = False) -> str:
+        return display.stream_text(self._scrubber(text, self._keep), annotations)
+
+    def _flush_pending(self) -> None:
+        if self._pending:
+            self.inner.write(self._lines(self._pending))
+            self._pending = ""
+
+    def flush(self) -> None:
+        """On a terminal, the partial line goes out (the live progress line); anywhere else
+        (a CI log) it waits for its newline: a line is judged whole, so one split between its
+        two colons cannot pass as two harmless halves."""
+        with self._lock:
+            if self._keep is not None:
+                self._flush_pending()
         self.inner.flush()
+
+    def finish(self) -> None:
+        """The end of the session: whatever is left goes out."""
+        with self._lock:
+            self._flush_pending()
+        self.inner.flush()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a closed or odd stream
+        return False
+
+
+def write_annotations(text: str) -> None:
+    """Write GitHub annotations to stdout (validate --format github): the one place where a
+    line fleet-sync writes may start with `::`."""
+    stream = sys.stdout
+    if isinstance(stream, ScrubbedStream):
+        stream.write_annotations(text)
+    else:  # outside a session (a library call): nothing is scrubbed there anyway
+        stream.write(text)
 
 
 @contextmanager
@@ -184,5 +249,8 @@ def session(environ: Mapping[str, str] | None = None) -> Iterator[Scrubber]:
         yield scrubber
     finally:
         for stream in (sys.stdout, sys.stderr):
-            stream.flush()
+            if isinstance(stream, ScrubbedStream):
+                stream.finish()
+            else:  # replaced by someone inside the session
+                stream.flush()
         _active, sys.stdout, sys.stderr = saved

@@ -3,11 +3,18 @@ GitHub, and a saved plan file handed back to apply. Bounded in size and depth, a
 is a ValueError saying what is wrong: a hostile or broken peer gets a verdict or a one-line
 error, never a traceback (json.loads of ~200 KB of nested brackets raises RecursionError), a
 hang or a plan built on garbage.
+
+A lone surrogate escape (``"\\ud800"``) is refused too: json.loads accepts it, and the string it
+makes cannot be written anywhere (UTF-8 has no form for it), so a route name holding one broke
+every output of a plan. A valid pair is one character once parsed, so a surrogate left in a
+parsed string is always a lone one; the raw bytes are scanned for such an escape first (C speed),
+and only an answer that has one is walked.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from itertools import compress
 from typing import Any
 
@@ -17,6 +24,8 @@ MAX_JSON_DEPTH = 64
 # stream at the same size). Callers that expect less pass less.
 MAX_JSON_BYTES = 16 * 2**20
 _CONTAINERS = frozenset({dict, list})
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def parse_json(
@@ -44,7 +53,33 @@ def parse_json(
         raise ValueError(f"{what} is not JSON") from None
     if _depth_exceeds(data, max_depth):
         raise ValueError(deep)
+    if _may_hold_surrogate(body) and _holds_surrogate(data):
+        raise ValueError(f"{what} holds a lone surrogate escape (\\ud800-\\udfff): not text")
     return data
+
+
+def _may_hold_surrogate(body: bytes) -> bool:
+    """Whether the raw body has a surrogate escape (json.loads also reads UTF-16 and UTF-32,
+    where the escape's bytes differ: such a body is always walked)."""
+    if json.detect_encoding(body) not in ("utf-8", "utf-8-sig"):
+        return True
+    return _SURROGATE_ESCAPE.search(body) is not None
+
+
+def _holds_surrogate(value: Any) -> bool:
+    """Whether a string or a key anywhere in `value` holds a surrogate (depth already bounded)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            if _SURROGATE.search(item):
+                return True
+        elif type(item) is dict:
+            stack += item.keys()
+            stack += item.values()
+        elif type(item) is list:
+            stack += item
+    return False
 
 
 def _size(limit: int) -> str:

@@ -8,8 +8,11 @@ a ``Link`` header (``per_page`` honoured, default 30, at most 100), checks
 Authors as GitHub keeps them: every comment, issue and pull request has ``user: {login, type}``;
 what the API creates is by the identity of the token that sent it. The default token behaves
 like the Actions GITHUB_TOKEN (``GET /user`` answers 403 "Resource not accessible by
-integration"; it writes as ``github-actions[bot]``, type Bot); ``add_token`` adds a user's token
-(``GET /user`` names its login). Tests seed comments and issues by anyone.
+integration"; GraphQL's ``viewer { login }`` at ``POST /graphql`` names ``github-actions[bot]``,
+type Bot, which it writes as); ``add_token`` adds a user's token (``GET /user`` names its
+login), ``add_app_token`` a GitHub App's installation token (403 on ``GET /user``, the viewer
+names ``<app>[bot]``; ``viewer=False``: GraphQL refuses to say). Tests seed comments and issues
+by anyone.
 
 Use the ``fake_github`` fixture (import it into conftest.py) or ``with FakeGitHub() as gh:``.
 """
@@ -53,6 +56,7 @@ class TokenUser:
     login: str
     type: str = "User"
     integration: bool = False
+    viewer: bool = True  # whether GraphQL's viewer names the login
 
     def json(self) -> JSON:
         return {"login": self.login, "type": self.type}
@@ -150,6 +154,12 @@ class FakeGitHub:
         """Accept another token, a user's (GET /user names ``login``); returns it."""
         with self.lock:
             self.tokens[token] = TokenUser(login, type_)
+            return token
+
+    def add_app_token(self, token: str, login: str, viewer: bool = True) -> str:
+        """Accept a GitHub App's installation token writing as ``login`` (``<app>[bot]``)."""
+        with self.lock:
+            self.tokens[token] = TokenUser(login, "Bot", integration=True, viewer=viewer)
             return token
 
     def add_pull_request(
@@ -301,8 +311,13 @@ class FakeGitHub:
             return [c for c in self.calls if c.method == method and re.search(pattern, c.path)]
 
     def writes(self) -> list[Call]:
+        """Every call that may change something (a GraphQL query at /graphql changes nothing)."""
         with self.lock:
-            return [c for c in self.calls if c.method in {"POST", "PATCH", "PUT", "DELETE"}]
+            return [
+                c
+                for c in self.calls
+                if c.method in {"POST", "PATCH", "PUT", "DELETE"} and c.path != "/graphql"
+            ]
 
     # ------------------------------------------------------------------ internals
 
@@ -332,6 +347,8 @@ class FakeGitHub:
             if token.integration:
                 return 403, {"message": INTEGRATION, "status": "403"}, {}
             return 200, {**token.json(), "id": 1, "site_admin": False}, {}
+        if path == "/graphql":
+            return self._graphql(method, body, token)
         prefix = f"/repos/{self.repo}"
         if not path.startswith(prefix + "/"):
             return 404, {"message": "Not Found"}, {}
@@ -403,6 +420,18 @@ class FakeGitHub:
         else:
             return 404, {"message": "Not Found"}, {}
         return 405, {"message": "Method Not Allowed"}, {}
+
+    def _graphql(self, method: str, body: Any, token: TokenUser) -> tuple[int, Any, dict[str, str]]:
+        """GraphQL's viewer, the one query fleet-sync sends; errors as GitHub gives them (200)."""
+        if method != "POST":
+            return 405, {"message": "Method Not Allowed"}, {}
+        query = body.get("query") if isinstance(body, dict) else None
+        if not isinstance(query, str) or re.sub(r"\s+", " ", query) != "query { viewer { login } }":
+            return 200, {"errors": [{"message": "this fake answers only the viewer's login"}]}, {}
+        if not token.viewer:
+            error = {"type": "FORBIDDEN", "message": INTEGRATION}
+            return 200, {"data": None, "errors": [error]}, {}
+        return 200, {"data": {"viewer": {"login": token.login}}}, {}
 
     def _list_issues(self, query: dict[str, str]) -> list[JSON]:
         state = query.get("state", "open")

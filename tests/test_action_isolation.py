@@ -35,7 +35,7 @@ from sync.render import route_id
 from .actionrunner import JobRun, Runner
 from .fake_github import FakeGitHub
 from .keys import read_only_key
-from .proxyharness import Proxy, write_fleet
+from .proxyharness import Proxy, crashed, write_fleet
 from .test_workflows import EXAMPLE, ROOT, action, required
 from .upstream import silent_address
 
@@ -298,7 +298,7 @@ def test_fleet_sync_runs_no_git_of_the_tree(tree: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert done.stderr.startswith(f"error: no git program on PATH outside {tree.resolve()}")
-    assert "Traceback" not in done.stderr
+    assert not crashed(done.stderr)
     assert not marker.exists()
 
 
@@ -372,7 +372,7 @@ class Jobs:
         run = Runner(workspace, temp, base, known, reuse=self.installed).run_job(path)
         ran = fired(self.markers)
         assert not ran, f"{name}: the tree ran {ran}\n{run.stdout}{run.stderr}"
-        assert "Traceback" not in run.stderr, run.stderr
+        assert not crashed(run.stderr), run.stderr
         assert self.proxy.api_key not in run.stdout + run.stderr + run.summary
         return run
 

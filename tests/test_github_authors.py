@@ -213,6 +213,99 @@ def test_the_actions_token_is_github_actions_bot(fake_github: FakeGitHub) -> Non
     assert "by" in fake_github.comments[user_named_alike]["body"]
 
 
+APP_TOKEN = "ghs_apptoken_0123456789abcdefABCDEF"
+APP = "my-app[bot]"
+
+
+def test_an_app_token_is_the_bot_graphql_names(
+    fake_github: FakeGitHub, env: dict[str, str]
+) -> None:
+    # GET /user answers an app's installation token 403 as it does github.token: taking it for
+    # github-actions[bot] edited and closed another workflow's issue and never found its own.
+    fake_github.add_app_token(APP_TOKEN, APP)
+    app_env = {**env, "GITHUB_TOKEN": APP_TOKEN}
+    others = fake_github.add_issue(
+        "Drift",
+        drift_marker(FLEET) + "\nanother workflow's",
+        labels=[DRIFT_LABEL],
+        user=ACTIONS_BOT,
+    )
+    opened = gitops.report_drift(fleet_plan(), app_env)
+    updated = gitops.report_drift(fleet_plan(), app_env)
+    closed = gitops.report_drift(fleet_plan(empty=True), app_env)
+    (ours,) = [i for n, i in fake_github.issues.items() if n != others]
+    assert ours["user"] == {"login": APP, "type": "Bot"} and ours["state"] == "closed"
+    number = ours["number"]
+    assert (opened, updated, closed) == (
+        f"drift issue #{number} opened",
+        f"drift issue #{number} updated",
+        f"drift issue #{number} closed",
+    )
+    assert writes_to(fake_github, f"/issues/{others}") == []
+    assert fake_github.issues[others]["state"] == "open"
+    assert len(fake_github.calls_to("POST", "^/graphql$")) == 3  # once per run (client)
+
+
+def test_the_actions_token_is_asked_too_never_assumed(fake_github: FakeGitHub) -> None:
+    with GitHubClient(GitHubConfig.from_env(fake_github.env())) as gh:
+        assert gh.identity().login == ACTIONS_BOT
+    assert [c.path for c in fake_github.calls] == ["/user", "/graphql"]
+
+
+def test_an_app_token_graphql_will_not_name_is_unknown(
+    fake_github: FakeGitHub, env: dict[str, str], tmp_path: Path
+) -> None:
+    fake_github.add_app_token(APP_TOKEN, APP, viewer=False)
+    pr = fake_github.add_pull_request()
+    bots = seed(fake_github, pr, ACTIONS_BOT)
+    line = comment_plan(fleet_plan(), {**env, "GITHUB_TOKEN": APP_TOKEN}, pr, tmp_path)
+    assert "identity is unknown" in line and "GraphQL's viewer named no login" in line
+    assert "set FLEET_SYNC_GITHUB_AUTHOR (the action's github-author input)" in line
+    assert writes_to(fake_github, f"/comments/{bots}") == []  # never guessed to be ours
+    assert len(fake_github.calls_to("POST", f"/issues/{pr}/comments$")) == 1
+
+
+@pytest.mark.parametrize("how", ["5xx", "404", "garbage"])
+def test_graphql_failing_leaves_the_identity_unknown(fake_github: FakeGitHub, how: str) -> None:
+    fake_github.add_app_token(APP_TOKEN, APP)
+    extra = {"GITHUB_TOKEN": APP_TOKEN}
+    if how == "5xx":
+        fake_github.fail_next(3, 502, path="^/graphql$")
+    elif how == "404":
+        extra["GITHUB_GRAPHQL_URL"] = fake_github.url + "/elsewhere/graphql"
+    else:
+        fake_github.answer_next(b"<html>", path="^/graphql$")
+    config = GitHubConfig.from_env(fake_github.env(**extra))
+    with GitHubClient(config, sleep=lambda _: None) as gh:
+        identity = gh.identity()
+    assert identity.login is None and "GraphQL's viewer could not be read" in identity.source
+
+
+def test_a_graphql_query_is_retried_like_a_read(fake_github: FakeGitHub) -> None:
+    fake_github.add_app_token(APP_TOKEN, APP)
+    fake_github.fail_next(2, 502, path="^/graphql$")
+    config = GitHubConfig.from_env(fake_github.env(GITHUB_TOKEN=APP_TOKEN))
+    with GitHubClient(config, sleep=lambda _: None) as gh:
+        assert gh.identity().login == APP
+
+
+@pytest.mark.parametrize(
+    ("api", "graphql"),
+    [
+        ("https://api.github.com", "https://api.github.com/graphql"),
+        ("https://ghe.example.com/api/v3", "https://ghe.example.com/api/graphql"),
+        ("http://127.0.0.1:8080", "http://127.0.0.1:8080/graphql"),
+    ],
+)
+def test_graphql_sits_beside_the_rest_api(api: str, graphql: str) -> None:
+    env = {"GITHUB_TOKEN": "t", "GITHUB_REPOSITORY": "a/b", "GITHUB_API_URL": api}
+    assert GitHubConfig.from_env(env).graphql_endpoint == graphql
+    given = GitHubConfig.from_env({**env, "GITHUB_GRAPHQL_URL": "https://x.example/q/"})
+    assert given.graphql_endpoint == "https://x.example/q"
+    with pytest.raises(GitHubError, match=r"^GITHUB_GRAPHQL_URL=.*carries credentials"):
+        GitHubConfig.from_env({**env, "GITHUB_GRAPHQL_URL": "https://u:p@x.example/graphql"})
+
+
 def test_the_author_can_be_named_for_an_app_token(fake_github: FakeGitHub) -> None:
     pr = fake_github.add_pull_request()
     bot = seed(fake_github, pr, ACTIONS_BOT)

@@ -140,7 +140,7 @@ def test_second_upsert_edits_the_first_comment(
     assert comments[0]["body"] == second
     assert (ref1.action, ref2.action) == ("created", "updated")
     assert ref1.id == ref2.id == comments[0]["id"]
-    assert len(fake_github.calls_to("POST")) == 1
+    assert len(fake_github.calls_to("POST", "/comments$")) == 1
     assert [c.path for c in fake_github.calls_to("PATCH")] == [
         f"/repos/{fake_github.repo}/issues/comments/{ref1.id}"
     ]
@@ -219,9 +219,13 @@ def test_plan_and_apply_comments_are_separate(
     assert parsed == [plan, apply]
 
 
-def test_upsert_refuses_a_body_without_its_marker(client: GitHubClient) -> None:
-    with pytest.raises(ValueError, match="marker"):
-        client.upsert_sticky_comment(1, marker_for("gpu-fleet", "plan"), "no header")
+def test_upsert_refuses_a_body_that_does_not_start_with_its_header(client: GitHubClient) -> None:
+    marker = marker_for("gpu-fleet", "plan")
+    with pytest.raises(ValueError, match="header"):
+        client.upsert_sticky_comment(1, marker, "no header")
+    quoted = PlanComment("gpu-fleet", HASH_A, "plan", "x").render()
+    with pytest.raises(ValueError, match="header"):
+        client.upsert_sticky_comment(1, marker, "a plan quoting a route name:\n" + quoted)
 
 
 def test_upsert_after_a_500_that_stored_the_comment_does_not_duplicate(
@@ -237,7 +241,9 @@ def test_upsert_after_a_500_that_stored_the_comment_does_not_duplicate(
     assert len(comments) == 2
     assert comments[-1]["body"] == body
     assert ref.id == comments[-1]["id"]
-    assert len(fake_github.calls_to("POST")) == 1  # looked again instead of posting twice
+    assert (
+        len(fake_github.calls_to("POST", "/comments$")) == 1
+    )  # looked again instead of posting twice
     assert len(sleeps) == 1
 
 
@@ -250,7 +256,7 @@ def test_upsert_after_a_500_that_stored_nothing_posts_again(
     ref = client.upsert_sticky_comment(pr, marker, body)
     assert [c["id"] for c in fake_github.comments_on(pr)] == [ref.id]
     assert ref.action == "created"
-    assert len(fake_github.calls_to("POST")) == 2
+    assert len(fake_github.calls_to("POST", "/comments$")) == 2
 
 
 def test_drift_issue_after_a_500_that_stored_it_does_not_duplicate(
@@ -277,7 +283,7 @@ def test_post_comment(fake_github: FakeGitHub, client: GitHubClient) -> None:
     ref = client.post_comment(pr, "Applied: 3 changes")
     assert ref.action == "created"
     assert [c["body"] for c in fake_github.comments_on(pr)] == ["Applied: 3 changes"]
-    assert fake_github.calls_to("POST")[0].json == {"body": "Applied: 3 changes"}
+    assert fake_github.calls_to("POST", "/comments$")[0].json == {"body": "Applied: 3 changes"}
 
 
 # ---------------------------------------------------------------------------- commit -> PRs

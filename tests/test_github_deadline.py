@@ -193,3 +193,75 @@ def test_the_deadline_is_configurable(fake_github: FakeGitHub) -> None:
 def test_a_deadline_that_is_no_duration_is_refused(fake_github: FakeGitHub, value: str) -> None:
     with pytest.raises(GitHubError, match="FLEET_SYNC_GITHUB_TIMEOUT"):
         GitHubConfig.from_env(fake_github.env(FLEET_SYNC_GITHUB_TIMEOUT=value))
+
+
+def test_all_of_a_commands_github_work_has_a_total_budget(fake_github: FakeGitHub) -> None:
+    # Each page comes at once and links to another: no request is late, the listing never
+    # ends. The clock moves 10 s with each request the fake answers (no wall clock).
+    pr = fake_github.add_pull_request()
+    again = f'<{fake_github.url}/repos/{fake_github.repo}/issues/{pr}/comments?page=2>; rel="next"'
+    fake_github.answer_next(b"[]", 50, headers={"Link": again}, path="/comments$")
+    config = GitHubConfig.from_env(fake_github.env())
+
+    def clock() -> float:
+        return 10.0 * len(fake_github.calls)
+
+    with GitHubClient(config, budget=35, clock=clock) as gh, pytest.raises(GitHubError) as err:
+        gh.list_comments(pr)
+    message = one_line(err)
+    assert "budget of 35 s" in message and "4 request(s)" in message
+    assert len(fake_github.calls) == 4
+
+
+def test_the_budget_follows_the_request_deadline_within_bounds() -> None:
+    assert github_http.total_budget(30) == 300  # the default: five minutes
+    assert github_http.total_budget(1) == 60
+    assert github_http.total_budget(3600) == 1800  # never past half an hour
+    # Every real listing fits the page bound many times over.
+    assert github_http.MAX_PAGES * github_http.PAGE_SIZE >= 10_000
+
+
+def test_a_retry_pause_that_would_pass_the_budget_is_not_taken(fake_github: FakeGitHub) -> None:
+    fake_github.fail_next(3, 502)
+    config = GitHubConfig.from_env(fake_github.env())
+    pauses: list[float] = []
+    with (
+        GitHubClient(config, budget=60, backoff=100, sleep=pauses.append) as gh,
+        pytest.raises(GitHubError, match="budget of 60 s"),
+    ):
+        gh.list_comments(1)
+    assert pauses == [] and len(fake_github.calls) == 1
+
+
+@pytest.mark.parametrize(
+    ("headers", "says"),
+    [
+        ({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "9" * 20}, "retry later"),
+        ({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "9" * 5000}, "retry later"),
+        ({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "100000000000000000"}, "later"),
+        ({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1e17"}, "retry later"),
+        ({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "-5"}, "retry later"),
+        ({"x-ratelimit-remaining": "0", "x-ratelimit-reset": "1700000000"}, "2023-11-14"),
+        ({"retry-after": "\u00b2"}, "retry later"),
+        ({"retry-after": "9" * 30}, "retry later"),
+        ({"retry-after": "60"}, "retry after 60 s"),
+    ],
+)
+def test_a_hostile_rate_limit_answer_is_one_line(
+    fake_github: FakeGitHub, client: GitHubClient, headers: dict[str, str], says: str
+) -> None:
+    body = b'{"message":"API rate limit exceeded"}'
+    fake_github.answer_next(body, status=403, headers=headers)
+    with pytest.raises(GitHubError) as err:
+        client.list_comments(7)
+    message = one_line(err)
+    assert "rate limit" in message and says in message
+
+
+def test_header_seconds_are_ascii_digits_in_range() -> None:
+    from sync.github_config import header_seconds
+
+    assert header_seconds(" 42 ", 100) == 42
+    assert header_seconds("101", 100) is None
+    assert header_seconds("\u0661\u0662", 100) is None  # digits, but not ASCII ones
+    assert header_seconds("", 100) is None and header_seconds(None, 100) is None

@@ -199,11 +199,12 @@ def test_reports_show_health_beside_each_change_and_the_withheld_ones() -> None:
     assert "withheld by health: require, not applied (1):" in text
     assert f"    withheld: {NEW} not answering (cannot connect: refused)" in text
     # b changes nothing but serves another model: the reviewer hears about it.
-    assert f"    m host=b at {OLD}: serves something else: org/`x` (not org/m)" in text
+    assert f"    model m host=b at {OLD}: serves something else: org/`x` (not org/m)" in text
     markdown = plan_markdown(gated)
     assert "Withheld: the host does not serve its model (1)" in markdown
     assert "      probe: ✅ serves org/m" in markdown
-    assert "org/'x'" in markdown and "org/`x`" not in markdown  # upstream text kept in its block
+    # Upstream text stays in its code span: the fence outruns its backticks.
+    assert "``serves something else: org/`x` (not org/m)``" in markdown
     pr = pr_markdown(gated, gated.changes, (), "base")
     assert "Withheld: the host does not serve its model (1)" in pr
     assert "Hosts that do not serve, no change planned: 1" in pr

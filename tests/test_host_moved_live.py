@@ -23,7 +23,7 @@ from sync.render import route_id
 from .actionrunner import JobRun, Runner
 from .fake_github import FakeGitHub
 from .keys import read_only_key
-from .proxyharness import Proxy, fleet_sync
+from .proxyharness import Proxy, crashed, fleet_sync
 from .test_workflows import SETS, path_of
 from .upstream import Upstream, silent_address
 
@@ -161,7 +161,7 @@ class Repo:
         run = Runner(self.work, temp, env, contexts, reuse=self.installed).run_job(
             path_of(which, "host-moved.yml")
         )
-        assert "Traceback" not in run.stderr, run.stderr
+        assert not crashed(run.stderr), run.stderr
         assert proxy.api_key not in run.stdout + run.stderr + run.summary
         return run
 

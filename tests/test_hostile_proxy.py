@@ -69,6 +69,14 @@ def deep_entry(page: dict[str, Any]) -> bytes:
     return with_(page, data=[entry, *page["data"][1:]])
 
 
+def surrogate_entry(page: dict[str, Any]) -> dict[str, Any]:
+    """Another fleet's route whose name and id hold lone surrogates (only listed, never ours)."""
+    entry = json.loads(json.dumps(page["data"][0]))
+    entry["model_name"] = "x\ud800y"
+    entry["model_info"] = {"id": "id-\udcff", "db_model": True}
+    return dict(entry)
+
+
 # name -> (the fault on GET /v2/model/info built from the real page, what the error says)
 GARBAGE: dict[str, tuple[Callable[[dict[str, Any]], Fault], str]] = {
     "total-pages-string": (
@@ -122,6 +130,15 @@ GARBAGE: dict[str, tuple[Callable[[dict[str, Any]], Fault], str]] = {
         "nested deeper than 64 levels",
     ),
     "not-json": (lambda p: Fault.invalid_json(), "the answer is not JSON"),
+    # json.loads takes "\ud800"; the string it makes cannot be written anywhere (UTF-8).
+    "lone-surrogate-in-a-name": (
+        lambda p: Fault.answer(200, with_(p, data=[*p["data"], surrogate_entry(p)]), JSON),
+        "lone surrogate escape",
+    ),
+    "lone-surrogate-in-a-key": (
+        lambda p: Fault.answer(200, with_(p, data=[*p["data"], {"\udcff": 1}]), JSON),
+        "lone surrogate escape",
+    ),
     "broken-gzip": (
         lambda p: Fault.answer(
             200, BROKEN_GZIP + json.dumps(p).encode(), [*JSON, ("Content-Encoding", "gzip")]
@@ -169,3 +186,15 @@ def test_the_real_listing_passes_the_same_checks(setup: Setup) -> None:
     assert run.code == 0, run.err
     changes = json.loads(run.out)["changes"]
     assert [(c["action"], c["host"]) for c in changes] == [("delete", "b")]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "markdown"])
+def test_a_lone_surrogate_is_one_line_in_every_plan_format(setup: Setup, fmt: str) -> None:
+    env = setup.proxy.env()
+    answer = with_(setup.page, data=[*setup.page["data"], surrogate_entry(setup.page)])
+    with FaultProxy(setup.proxy.url) as fp:
+        fp.add_rule("GET", "/v2/model/info", Fault.answer(200, answer, JSON), times=None)
+        env.update(LITELLM_PROXY_URL=fp.url, LITELLM_PROXY_URLS=fp.url)
+        run = fleet_sync(["plan", "-f", str(setup.fleet), "--format", fmt], env)
+    assert run.code == 1 and run.out == "", run.out + run.err
+    assert "lone surrogate escape" in run.err and run.err.count("\n") == 1, run.err

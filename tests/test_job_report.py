@@ -7,8 +7,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from sync import gitops
-from sync.artifact import ReportFiles
+from sync.artifact import ReportDirError, ReportFiles
 from sync.comment import GITHUB_COMMENT_LIMIT, HEADER_RESERVE, RUN_SEPARATOR, add_run
 from sync.fleet import Fleet, fleet_from_doc
 from sync.github_config import SUMMARY_LIMIT, GitHubConfig, write_step_summary
@@ -79,8 +81,14 @@ def test_report_files_say_where_they_are(tmp_path: Path) -> None:
     assert ReportFiles.from_env({}).directory is None
     blocked = tmp_path / "file"
     blocked.write_text("", encoding="utf-8")
-    refused = ReportFiles(blocked / "sub", None).save("big", "plan", "# plan\n", {})
-    assert refused.startswith("the full text could not be written")
+    with pytest.raises(ReportDirError) as err:
+        ReportFiles(blocked / "sub", None).save("big", "plan", "# plan\n", {})
+    message = str(err.value)
+    assert "\n" not in message and "FLEET_SYNC_REPORT_DIR names" in message
+    assert "set FLEET_SYNC_REPORT_DIR to a writable directory, or unset it" in message
+    runner = ReportFiles.from_env({"RUNNER_TEMP": str(blocked)})
+    with pytest.raises(ReportDirError, match=r"^RUNNER_TEMP names"):
+        runner.save("big", "plan", "# plan\n", {})
 
 
 def test_add_run_keeps_earlier_runs_newest_first() -> None:

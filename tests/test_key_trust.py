@@ -13,6 +13,7 @@ import git
 import pytest
 import yaml
 
+from sync import gitref
 from sync.fleet import Fleet, fleet_from_doc
 from sync.health import HealthState, HostHealth
 from sync.healthgate import gate
@@ -151,6 +152,33 @@ def test_no_address_is_trusted_when_the_trusted_ref_cannot_be_read(
     outside = tmp_path / "outside.yaml"
     fleet.rename(outside)
     assert "is not inside a git repository" in for_run(outside, "main", {}).problem
+
+
+@pytest.mark.parametrize("base", ["--independent", "-n", "--all", "", "a b", "HEAD\n-x"])
+def test_a_base_ref_is_never_read_as_an_option(repo: Repo, tmp_path: Path, base: str) -> None:
+    # `git merge-base --independent HEAD` answers HEAD: the pull request's own fleet.yaml would
+    # have been the trusted one, its new address given the key.
+    repo.git.git.checkout("-b", "pr")
+    repo.commit(doc({"a": "http://10.6.6.6:1/v1", "b": NEW}))
+    ref = f"os.environ/{KEY_VAR}"
+    for trust in (
+        for_run(repo.fleet, base or None, pull_request(tmp_path, base or None)),
+        for_run(repo.fleet, None, pull_request(tmp_path, base)),
+    ):
+        assert trust.entries == frozenset(), trust
+        assert trust.refusal("m", "a", "http://10.6.6.6:1/v1", ref) != ""
+
+
+def test_refs_follow_end_of_options_in_every_git_call(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Should a ref that starts with '-' ever get past checked_ref, git still reads it as one.
+    monkeypatch.setattr(gitref, "checked_ref", lambda ref: ref)
+    with pytest.raises(gitref.GitRefError, match="Not a valid object name --independent"):
+        gitref.merge_base(repo.fleet.parent, "--independent")
+    with pytest.raises(gitref.GitRefError):
+        gitref.file_at(repo.fleet, "--all")
+    assert gitref.merge_base(repo.fleet.parent, repo.base) == repo.base
 
 
 def test_propose_trusts_head_not_the_address_set_host_wrote(repo: Repo) -> None:

@@ -235,7 +235,7 @@ def test_scrubbed_stream_finds_a_secret_split_over_writes() -> None:
     stream.write("first " + MASTER[:5])
     stream.write(MASTER[5:] + " rest\nlast " + MASTER)
     assert inner.getvalue() == f"first {MASK} rest\n"
-    stream.flush()
+    stream.finish()  # the session's end (flush() keeps a partial line back off a terminal)
     assert inner.getvalue() == f"first {MASK} rest\nlast {MASK}"
     with pytest.raises(TypeError):
         stream.write(b"bytes")  # type: ignore[arg-type]

@@ -20,6 +20,8 @@ import yaml
 from sync.fleet import Fleet, load_fleet
 from sync.render import TAG_DIGEST, TAG_PATHS, Route, render, render_config
 
+from .proxyharness import crashed
+
 ROOT = Path(__file__).resolve().parent.parent
 CASES_DIR = ROOT / "tests" / "cases" / "render"
 CASES = sorted(p for p in CASES_DIR.glob("*.yaml") if not p.name.endswith(".config.yaml"))
@@ -233,7 +235,7 @@ def render_cli(*args: str, hash_seed: str) -> bytes:
         check=False,
     )
     assert done.returncode == 0, done.stderr.decode()
-    assert b"Traceback" not in done.stderr
+    assert not crashed(done.stderr.decode(errors="replace"))
     return done.stdout
 
 

@@ -49,6 +49,24 @@ def test_parse_json_is_bounded_in_depth_and_size_and_says_what_is_wrong() -> Non
         parse_json(b"1" * 5000)  # past Python's 4,300-digit limit
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"model_name": "x\\ud800y"}',
+        b'{"data": [{"id": "\\uDCFF"}]}',
+        b'{"\\udbff": 1}',
+        '["\\ud800"]'.encode("utf-16"),  # json.loads reads UTF-16 too: other bytes
+    ],
+)
+def test_a_lone_surrogate_anywhere_is_refused(body: bytes) -> None:
+    with pytest.raises(ValueError, match=r"^the answer holds a lone surrogate escape"):
+        parse_json(body)
+
+
+def test_a_surrogate_pair_and_an_escaped_backslash_are_text() -> None:
+    assert parse_json(b'["\\ud83d\\ude00", "\\\\ud800"]') == ["\U0001f600", "\\ud800"]
+
+
 def test_listed_models_of_garbage_is_a_verdict() -> None:
     assert listed_models(DEEP) == "the answer is nested deeper than 64 levels"
     assert listed_models(b"<html>") == "the answer is not JSON: expecting value at line 1 column 1"

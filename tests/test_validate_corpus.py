@@ -29,6 +29,7 @@ from sync.fleet import address_problem, load_fleet, schema
 from sync.problems import FleetError, Problem
 from sync.render import render
 
+from .proxyharness import crashed
 from .test_credentials import MUST_PASS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,7 +134,7 @@ def text_problems(run: Run, file: str) -> list[str]:
 
 def assert_clean_failure(run: Run, secrets: Sequence[str] = ()) -> None:
     assert run.code == 1, (run.code, run.out, run.err)
-    assert "Traceback" not in run.out + run.err
+    assert not crashed(run.out + run.err)
     for secret in secrets:
         assert secret not in run.out + run.err
 

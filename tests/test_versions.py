@@ -72,7 +72,7 @@ def test_plans_show_the_version_and_do_not_hash_it() -> None:
     assert known.hash == unknown.hash  # an upgraded proxy does not make a reviewed plan stale
     assert plan_text(known).splitlines()[0].endswith("  LiteLLM 1.110.2")
     assert plan_text(unknown).splitlines()[0].endswith("  LiteLLM version unknown")
-    assert "· LiteLLM 1.110.2</sub>" in plan_markdown(known)
+    assert "· LiteLLM `1.110.2`</sub>" in plan_markdown(known)  # the proxy says it: code
     assert json.loads(json.dumps(known.to_json()))["litellm_version"] == "1.110.2"
     assert unknown.to_json()["litellm_version"] is None
 

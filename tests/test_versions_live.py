@@ -42,7 +42,7 @@ def test_plans_say_which_litellm_they_were_made_against(
     assert text.out.splitlines()[0].endswith(f"LiteLLM {version}")
     assert "warning" not in text.err  # a tested version
     markdown = fleet_sync(["plan", "-f", str(fleet), "--format", "markdown"], proxy.env())
-    assert f"· LiteLLM {version}</sub>" in markdown.out
+    assert f"· LiteLLM `{version}`</sub>" in markdown.out
     body = json.loads(fleet_sync(["plan", "-f", str(fleet), "--format", "json"], proxy.env()).out)
     assert body["litellm_version"] == version
 

@@ -22,7 +22,7 @@ from sync.render import route_id
 from .actionrunner import JobRun, Runner
 from .fake_github import FakeGitHub
 from .keys import read_only_key
-from .proxyharness import Proxy, write_fleet
+from .proxyharness import Proxy, crashed, write_fleet
 from .test_workflows import INSTALL, SETS, path_of
 
 OLD = "http://216.243.220.245:16643/v1"
@@ -97,7 +97,7 @@ class Loop:
                 contexts["secrets.LITELLM_PROXY_API_KEY"] = self.proxy.api_key
         runner = Runner(workspace, temp, env, contexts, reuse=self.installed)
         run = runner.run_job(workflow)
-        assert "Traceback" not in run.stderr, run.stderr
+        assert not crashed(run.stderr), run.stderr
         assert self.proxy.api_key not in run.stdout + run.stderr + run.summary
         return run
 
