@@ -15,6 +15,6 @@ def test_a_replacement_drops_hand_added_keys_not_litellms_model_information() ->
     shared = {"max_input_tokens": 2048, "max_tokens": 4096, "supports_vision": True}
     live = Route("old", "m", {**BASE, "rpm": 5}, {"id": "old", "team": "a", **shared})
     desired = Route("new", "m", dict(BASE), {"id": "new"})
-    left = leftovers(live, desired, created=True)
+    left = leftovers(live, desired)
     assert left.drops == ("model_info.team",)
     assert left.carries == {"rpm": 5}
