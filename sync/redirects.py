@@ -1,5 +1,6 @@
 """litellm_params keys that send a route's requests, and the key LiteLLM resolves for it,
-somewhere other than its api_base: an address fleet-sync never probes, verifies or shows.
+somewhere other than its api_base (an address fleet-sync never probes, verifies or shows), or
+that make LiteLLM answer them itself without ever calling the api_base.
 
 fleet.yaml may not set them (validate refuses each, with the fix); a live one on a route the
 fleet owns is always compared, like fleet-sync's own tags, so it is drift and apply removes it;
@@ -16,6 +17,11 @@ Evidence, LiteLLM 1.98.1, 1.108.7 and 1.110.2 alike:
   that takes no api_base then sends the request to its own endpoint (main._complete_sagemaker
   passes none: sagemaker signs and sends to AWS). A value equal to the model's prefix changes
   nothing (LiteLLM's UI writes one), so only another value counts.
+- mock_response, mock_tool_calls, mock_timeout: the router merges a route's litellm_params into
+  each call, and litellm.main.completion() answers with mock_completion() when either of the
+  first two is set, or raises a timeout when mock_timeout is true, before any provider is
+  called: the route looks healthy to a probe of its host and never reaches it (outside attack
+  c, F1: a hand-added mock_response answered every request and plan said "No changes").
 Not here: keys LiteLLM reads only when api_base is absent (region- or location-derived
 endpoints, LITELLM_PROXY_API_BASE behind use_litellm_proxy, HOSTED_VLLM_API_BASE): every route
 fleet-sync writes has an api_base, and the credential's own api_base never overrides it.
@@ -42,6 +48,18 @@ REDIRECTS: dict[str, tuple[str, str]] = {
         "LiteLLM takes it over the model's provider, and a provider that takes no api_base "
         "sends the route's requests to its own endpoint",
         "set the provider with provider: (the prefix of the model)",
+    ),
+    "mock_response": (
+        "LiteLLM answers every request of the route with it and never calls api_base",
+        "remove it: a route of the fleet serves its host",
+    ),
+    "mock_tool_calls": (
+        "LiteLLM answers every request of the route with them and never calls api_base",
+        "remove it: a route of the fleet serves its host",
+    ),
+    "mock_timeout": (
+        "LiteLLM fails every request of the route with a timeout and never calls api_base",
+        "remove it, and set timeout: for the host's real limit",
     ),
 }
 

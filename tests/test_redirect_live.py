@@ -5,6 +5,8 @@ Found by the outside attack (a15): `PATCH litellm_params: {base_url: <another up
 route fleet-sync manages moved all its traffic, and the key LiteLLM resolves for it, to an
 address fleet-sync never probes or shows, and `drift` saw nothing ("live keys fleet.yaml never
 set are not compared"). Keys that redirect a route (sync/redirects.py) are now always compared.
+Attack c (F1): a hand-added `mock_response` answered every request itself, the upstream saw
+none, and plan said "No changes"; it is one of those keys now.
 """
 
 from __future__ import annotations
@@ -64,3 +66,39 @@ def test_a_base_url_added_by_hand_is_drift_and_apply_sends_traffic_back(
         fleet_sync(["apply", "-f", str(empty), "--force"], proxy.env())
         reviewed.stop()
         elsewhere.stop()
+
+
+def test_a_mock_response_added_by_hand_is_drift_and_apply_sends_traffic_back(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    model = f"{fleet_name}-mock"
+    reviewed = Upstream("reviewed", [f"org/{model}"]).start()
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": reviewed.url}}}
+    )
+    try:
+        assert fleet_sync(["apply", "-f", str(fleet)], proxy.env()).code == 0
+        rid = route_id(fleet_name, model, "a")
+        with proxy.http() as http:
+            edit = {"litellm_params": {"mock_response": "canned"}}
+            assert http.patch(f"/model/{rid}/update", json=edit).status_code == 200
+        before = reviewed.chats()
+        assert chat(proxy, model) == "canned"  # LiteLLM answers itself
+        assert reviewed.chats() == before
+
+        drift = fleet_sync(["drift", "-f", str(fleet), "--format", "json"], proxy.env())
+        assert drift.code == 2, drift.out + drift.err
+        diffs = [d for c in json.loads(drift.out)["changes"] for d in c.get("diff", [])]
+        assert [d["path"] for d in diffs] == ["litellm_params.mock_response"]
+
+        applied = fleet_sync(["apply", "-f", str(fleet)], proxy.env())
+        assert applied.code == 0, applied.out + applied.err
+        again = fleet_sync(["plan", "-f", str(fleet), "--detailed-exitcode"], proxy.env())
+        assert again.code == 0, again.out + again.err
+        assert chat(proxy, model) == "reviewed"
+        assert reviewed.chats() == before + 1
+    finally:
+        empty = tmp_path / "empty.yaml"
+        empty.write_text(f"version: 1\nfleet: {fleet_name}\nmodels: {{}}\n", encoding="utf-8")
+        fleet_sync(["apply", "-f", str(empty), "--force"], proxy.env())
+        reviewed.stop()
