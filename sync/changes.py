@@ -73,6 +73,7 @@ class Delete(RouteChange):
     # For a duplicate (its host keeps serving through another route) the safety rails refuse
     # it: it may hold the only api_key that works.
     may_drop: tuple[str, ...] = ()
+    drained: bool = False  # its host is in fleet.yaml with enabled: false (deleted on purpose)
 
     @property
     def prune(self) -> bool:

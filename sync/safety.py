@@ -45,7 +45,7 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
                 f"model {model} would be left with no routes while fleet.yaml still declares it "
                 f"({len(pruned)} pruned); enable a host, or --force required"
             )
-    reasons += unseen_keys(plan) + foreign_duplicates(plan)
+    reasons += unseen_keys(plan) + foreign_duplicates(plan) + foreign_prunes(plan)
     for conflict in plan.conflicts:
         reasons.append(
             f"{conflict.desired.model_name} host {conflict.desired.host}: id {conflict.id} is "
@@ -110,3 +110,44 @@ def foreign_duplicates(plan: Plan) -> list[str]:
             "other), or --force required"
         )
     return out
+
+
+def foreign_prunes(plan: Plan) -> list[str]:
+    """The prune of a serving route fleet-sync did not create, its host not drained, while the
+    plan creates a route at its address or in its model group: the same upstream, or its
+    successor, most likely needs what the old route holds unseen (its api_key), and nothing
+    read from the proxy can carry it to the new route. A model renamed, or a host renamed and
+    moved in one edit, looks exactly like that (outside attack c, F2: the portal's key went
+    with the old route, every request to the new one failed 401, and apply ran without a
+    refusal)."""
+    creates = [c for c in plan.changes if isinstance(c, Create)]
+    out = []
+    for delete in plan.changes:
+        if not isinstance(delete, Delete) or not delete.prune or not delete.may_drop:
+            continue
+        if not delete.listed or delete.drained:
+            continue  # it serves nobody, or fleet.yaml drains its host on purpose
+        address = _address(delete.route.litellm_params.get("api_base"))
+        for create in creates:
+            if (
+                create.model_name != delete.model_name
+                and _address(create.route.litellm_params.get("api_base")) != address
+            ):
+                continue
+            sets = create.route.litellm_params
+            if any(key.removeprefix("litellm_params.") in sets for key in delete.may_drop):
+                continue  # fleet.yaml gives the new route its key: the person chose it
+            where = "in its model" if create.model_name == delete.model_name else "at its address"
+            out.append(
+                f"{delete.model_name} host {delete.host}: route {delete.id} would be pruned "
+                f"while the plan creates {create.model_name} host {create.host} {where}; "
+                f"fleet-sync did not create {delete.id}, so it may hold what LiteLLM never lists "
+                f"({', '.join(delete.may_drop)}), which the new route cannot carry: set api_key "
+                "(and any other such key the host needs) in fleet.yaml, or --force required"
+            )
+            break
+    return out
+
+
+def _address(api_base: object) -> str | None:
+    return api_base.rstrip("/").lower() if isinstance(api_base, str) else None
