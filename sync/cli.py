@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import sys
 from pathlib import Path
@@ -389,9 +391,26 @@ def main(argv: list[str] | None = None) -> None:
     # Every byte written to stdout and stderr, usage errors and internal errors included, goes
     # through the scrub: run() never lets an exception out to Python's own traceback printer,
     # which would write after the session ended.
-    with scrub.session():
-        code = run(argv)
+    try:
+        with scrub.session():
+            code = run(argv)
+    except OSError as exc:  # the session's last output could not be written
+        code = _unwritable(exc)
     sys.exit(code)
+
+
+# The machine's, not fleet-sync's: a full disk, a closed pipe or stream, a read-only file system.
+OUTPUT_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EPIPE, errno.EIO, errno.EBADF, errno.EDQUOT, errno.EROFS, errno.EFBIG}
+)
+
+
+def _unwritable(exc: OSError) -> int:
+    """One line for output that could not be written, on stderr if stderr still takes it."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stderr.write(f"error: cannot write the output: {exc.strerror}\n")
+        sys.stderr.flush()
+    return EXIT_ERROR
 
 
 def run(argv: list[str] | None) -> int:
@@ -407,6 +426,11 @@ def run(argv: list[str] | None) -> int:
         return EXIT_ERROR  # usage errors are errors (1), not "changes present" (2)
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        if exc.errno not in OUTPUT_ERRNOS:
+            internal_error(exc)
+            return EXIT_ERROR
+        return _unwritable(exc)
     except Exception as exc:  # a bug: one scrubbed line, the traceback only when asked for
         internal_error(exc)
         return EXIT_ERROR

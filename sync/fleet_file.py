@@ -9,21 +9,14 @@ import tempfile
 from pathlib import Path
 
 from .problems import FleetError, Problem
-from .yamlmarks import MAX_BYTES
+from .yamlmarks import read_bytes
 
 BOM = "\ufeff"
 
 
 def read_text(path: Path, file: str) -> tuple[str, bool]:
     """fleet.yaml as text with its line endings, and whether it starts with a BOM."""
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            raise FleetError([Problem(file, 1, 1, f"file is larger than {MAX_BYTES:,} bytes")])
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise FleetError([Problem(file, 1, 1, "file not found")]) from None
-    except OSError as exc:
-        raise FleetError([Problem(file, 1, 1, f"cannot read: {exc.strerror}")]) from None
+    raw = read_bytes(path, file)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

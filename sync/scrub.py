@@ -31,6 +31,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -86,8 +87,10 @@ class Scrubber:
 
     def remember_fleet(self, path: Path, environ: Mapping[str, str]) -> None:
         """As remember_references, for fleet.yaml read as text (valid or not)."""
-        try:
-            with path.open("rb") as fh:
+        try:  # a regular file only, without waiting on a FIFO (the reader refuses the rest)
+            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as fh:
+                if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                    return
                 raw = fh.read(FLEET_READ_LIMIT)
         except OSError:
             return
@@ -218,6 +221,10 @@ class ScrubbedStream(io.TextIOBase):
         self.inner.flush()
 
 
+def _closed() -> TextIO:
+    return io.StringIO()  # discarded with the session
+
+
 def _isatty(stream: TextIO) -> bool:
     try:
         return stream.isatty()
@@ -243,8 +250,9 @@ def session(environ: Mapping[str, str] | None = None) -> Iterator[Scrubber]:
     scrubber = Scrubber(environ.get(name) for name in CREDENTIAL_VARIABLES)
     saved = _active, sys.stdout, sys.stderr
     _active = scrubber
-    sys.stdout = ScrubbedStream(saved[1], scrubber)
-    sys.stderr = ScrubbedStream(saved[2], scrubber)
+    # A stream closed by the caller (`>&-`: Python makes it None) takes nothing, silently.
+    sys.stdout = ScrubbedStream(saved[1] or _closed(), scrubber)
+    sys.stderr = ScrubbedStream(saved[2] or _closed(), scrubber)
     try:
         yield scrubber
     finally:

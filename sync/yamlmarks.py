@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -202,20 +204,53 @@ class YamlDoc:
 def read_yaml(path: Path, display: str | None = None) -> YamlDoc:
     """Parse one YAML document; raise FleetError for anything that stops parsing."""
     file = display or str(path)
+    return parse_yaml(_decode(read_bytes(path, file), file), file)
+
+
+def read_bytes(path: Path, file: str) -> bytes:
+    """A fleet file's bytes, read at most to the limit, from a regular file only: a pull
+    request's tree may make fleet.yaml a link to /dev/zero (read forever), a FIFO (wait
+    forever) or a file of the runner outside the checkout (quoted back in validate's
+    annotations on the pull request) — outside attack c, F3."""
     try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise FleetError(
-                [Problem(file, 1, 1, f"file is {size:,} bytes; the limit is {MAX_BYTES:,}")]
-            )
-        raw = path.read_bytes()
+        if _leaves_workspace(path):
+            raise FleetError([Problem(file, 1, 1, LEAVES_WORKSPACE)])
+        # O_NONBLOCK: opening a FIFO for reading does not wait for a writer.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            status = os.fstat(fd)
+            if stat.S_ISDIR(status.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(status.st_mode):
+                raise FleetError([Problem(file, 1, 1, "is not a regular file")])
+            size = status.st_size
+            raw = b"" if size > MAX_BYTES else fh.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise FleetError([Problem(file, 1, 1, "file not found")]) from None
     except IsADirectoryError:
         raise FleetError([Problem(file, 1, 1, "is a directory, not a fleet file")]) from None
     except OSError as exc:
         raise FleetError([Problem(file, 1, 1, f"cannot read: {exc.strerror}")]) from None
-    return parse_yaml(_decode(raw, file), file)
+    if size > MAX_BYTES or len(raw) > MAX_BYTES:
+        size = max(size, len(raw))
+        raise FleetError(
+            [Problem(file, 1, 1, f"file is {size:,} bytes; the limit is {MAX_BYTES:,}")]
+        )
+    return raw
+
+
+LEAVES_WORKSPACE = (
+    "is a link to a file outside GITHUB_WORKSPACE; in GitHub Actions the fleet file must be "
+    "in the checked-out repository"
+)
+
+
+def _leaves_workspace(path: Path) -> bool:
+    """In GitHub Actions, whether `path` resolves outside the checkout (GITHUB_WORKSPACE)."""
+    workspace = os.environ.get("GITHUB_WORKSPACE")
+    if not workspace:
+        return False
+    return not path.resolve().is_relative_to(Path(workspace).resolve())
 
 
 def _reader_problem(text: str, exc: yaml.reader.ReaderError, file: str) -> Problem:
