@@ -25,14 +25,19 @@ ENV_REFERENCE = re.compile(r"os\.environ/([A-Za-z_][A-Za-z0-9_]*)")
 # max_tokens, input_cost_per_token or eos_token are not: any plain value under one is refused.
 SECRET_WORDS = frozenset(
     {"secret", "secrets", "password", "passwords", "passwd", "pwd", "passphrase", "cookie"}
+    | {"passphrases", "passcode", "passcodes", "pw", "pin"}
     | {"credential", "credentials", "apikey", "apikeys", "authorization", "authtoken"}
     | {"accesstoken", "privatekey", "cookies"}
 )
 SECRET_PAIRS = frozenset(
     {("api", "key"), ("api", "keys"), ("api", "token"), ("auth", "key"), ("auth", "token")}
     | {("access", "token"), ("refresh", "token"), ("session", "token"), ("bearer", "token")}
-    | {("private", "key")}
+    | {("private", "key"), ("pass", "phrase"), ("pass", "code"), ("pass", "word")}
+    | {("otp", "seed"), ("totp", "seed"), ("mfa", "seed"), ("pin", "code")}
 )
+# A key that is only this word (`pass: ...`): as part of a longer name it says too little
+# (pass_through_endpoints, bypass).
+SECRET_NAMES = frozenset({("pass",), ("dsn",)})
 USERINFO_MASK = "***"
 # scheme://userinfo@ : the userinfo part ends at the first / ? # (or blank) before an @.
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s\"'<>`]*@")
@@ -92,9 +97,10 @@ _PREFIX = re.compile(
     r"|GOCSPX-|whsec_|xox[a-z]-|[a-z0-9]{2,4}[_-]"
 )
 # A secret carried in a query or connection string: ?password=..., &api_key=..., ;sig=...,
+# a libpq DSN's " password=..." (its pairs are separated by blanks),
 # ?key=... (Google), ?code=... (Azure Functions), &auth=...: a name that is, or ends in, one.
 _QUERY_SECRET = re.compile(
-    r"(?i)(?P<name>[?&;](?:[a-z0-9]+[-_])*(?:password|passwd|pwd|secret|token|key|apikey|auth"
+    r"(?i)(?P<name>[?&;\s](?:[a-z0-9]+[-_])*(?:password|passwd|pwd|secret|token|key|apikey|auth"
     r"|sig|signature|code|credential)=)(?P<value>[^&;#\s\"'<>`]+)"
 )
 # Long random strings and hex runs without a prefix: sync/random_runs.py (the thresholds).
@@ -119,8 +125,10 @@ def looks_secret(key: str) -> bool:
     if key in UNMASKED_KEYS:
         return False
     words = _words(key)
-    return bool(SECRET_WORDS.intersection(words)) or bool(
-        SECRET_PAIRS.intersection(itertools.pairwise(words))
+    return (
+        bool(SECRET_WORDS.intersection(words))
+        or bool(SECRET_PAIRS.intersection(itertools.pairwise(words)))
+        or words in SECRET_NAMES
     )
 
 

@@ -191,6 +191,7 @@ MUST_REFUSE = [
     ("-----BEGIN PGP " + "PRIVATE KEY BLOCK-----\nlQdGBF\n-----END PGP", "a private key"),
     ("https://api.example.com/v1?key=puiODxeQLv", "a secret in a query (key=)"),
     ("https://fn.azurewebsites.net/api/chat?code=Zk93", "a secret in a query (code=)"),
+    ("host=db user=app password=S3cretPw", "a secret in a query (password=)"),  # a DSN
     ("https://h/v1?x=1&auth=uXg7O4ilWj", "a secret in a query (auth=)"),
 ]
 
@@ -227,6 +228,17 @@ NAMED = [
     ("X-Auth-Token", "short", NAMED_SECRET),
     ("private_key", "k", NAMED_SECRET),
     ("password", "os.environ/DB_PASSWORD", None),
+    # Outside attack c (F5): names it did not know.
+    ("pass_phrase", "correct horse", NAMED_SECRET),
+    ("passPhrase", "correct horse", NAMED_SECRET),
+    ("passcode", "123456", NAMED_SECRET),
+    ("pass", "hunter2", NAMED_SECRET),
+    ("pw", "hunter2", NAMED_SECRET),
+    ("pin", "1234", NAMED_SECRET),
+    ("otp_seed", "JBSWY3DPEHPK3PXP", NAMED_SECRET),
+    ("dsn", "host=db user=app", NAMED_SECRET),
+    ("pass_through", "yes", None),
+    ("bypass", "cache", None),
     # A key LiteLLM masks: a random-looking value is one, an ordinary word is not.
     ("X-RunPod-Key", RUNPOD, NAMED_RANDOM),
     ("X-Access-Key", "kyhndpg2z75rxusy3bryhtp74g120ow96dmg03fh", NAMED_RANDOM),
