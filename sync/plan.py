@@ -300,7 +300,7 @@ def _orphans(
             reason = f"host {route.host or '?'} is no longer in fleet.yaml"
         may_drop = () if created(route, desired_ids) else unseen(route)
         reason += NOT_CREATED if may_drop else ""
-        is_drained = route.id not in adopted and (route.model_name, route.host) in drained
+        is_drained = (route.model_name, route.host) in drained
         out.append(Delete(route, reason, listed=listed, may_drop=may_drop, drained=is_drained))
     return out
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .fleet import normalise_address
 from .plan import Create, Delete, Plan, Update
 from .redirects import REDIRECTS
 
@@ -150,4 +151,10 @@ def foreign_prunes(plan: Plan) -> list[str]:
 
 
 def _address(api_base: object) -> str | None:
-    return api_base.rstrip("/").lower() if isinstance(api_base, str) else None
+    """One spelling of an address (case of the host, default port, trailing slash)."""
+    if not isinstance(api_base, str):
+        return None
+    try:
+        return normalise_address(api_base)
+    except (KeyError, ValueError):
+        return api_base

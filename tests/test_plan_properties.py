@@ -364,12 +364,19 @@ def test_writing_back_an_update_restores_every_stored_value_it_changed(world: Wo
             continue
         proxy.patch(change.id, undo.route.deployment())
         after = proxy.rows[change.id]
-        assert (after.model_name, after.litellm_params, after.model_info) == (
+        # LiteLLM lists a key of PARAM_DEFAULTS with its default whether stored or not: the
+        # write-back may store the default the update's `before` listed.
+        assert (after.model_name, as_listed(after.litellm_params), after.model_info) == (
             before.model_name,
-            before.litellm_params,
+            as_listed(before.litellm_params),
             before.model_info,
         ), explain(world, plan)
         event("an update written back")
+
+
+def as_listed(params: dict[str, Any]) -> dict[str, Any]:
+    """litellm_params as LiteLLM lists them: a key at its PARAM_DEFAULTS value is no key."""
+    return {k: v for k, v in params.items() if k not in PARAM_DEFAULTS or PARAM_DEFAULTS[k] != v}
 
 
 @given(worlds(), st.randoms(use_true_random=False))
@@ -402,8 +409,9 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     """Refused exactly when a rule says so: nothing renders and the plan prunes; it prunes more
     than max_prune_percent of >= 10 owned routes; it prunes a serving route of a declared model
     that then serves nothing; a desired id is held by a route the fleet does not own; it
-    replaces a route fleet-sync did not create (it may hold keys LiteLLM never lists); or it
-    deletes one as a duplicate while its host keeps another route."""
+    replaces a route fleet-sync did not create (it may hold keys LiteLLM never lists); it
+    deletes one as a duplicate while its host keeps another route; or it prunes one, its host
+    not drained, while it creates a route at its address or in its model without api_key."""
     live = read(world)
     plan = world.plan()
     owned = [r for r in live.values() if owned_by_rule(r, world)]
@@ -450,6 +458,26 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
             and not created_by_rule(live[delete.id], world)
         ):
             expected.append(f"route {delete.id} would be deleted as a duplicate")
+    drained = {(m.name, h.name) for m in world.fleet.models for h in m.hosts if not h.enabled}
+    creates = [c for c in plan.changes if isinstance(c, Create)]
+    for delete in prunes:  # one it did not create, pruned beside a create at its place
+        route = live[delete.id]
+        if (
+            created_by_rule(route, world)
+            or delete.id not in listed
+            or (route.model_name, route.host) in drained
+        ):
+            continue
+        if any(
+            "api_key" not in c.route.litellm_params
+            and (
+                c.model_name == route.model_name
+                or normalise_address(c.route.api_base or "")
+                == normalise_address(route.api_base or "")
+            )
+            for c in creates
+        ):
+            expected.append(f"route {delete.id} would be pruned while the plan creates")
     got = refusals(plan, world.fleet.max_prune_percent)
     unmatched = list(got)
     for wanted in expected:
