@@ -69,6 +69,13 @@ def restore(change: Update) -> Restore | str:
     before, after = change.before, change.route
     changed = {f.parts[:2] for f in change.diff if f.parts}
     changed |= {tuple(path.split(".", 1)) for path in change.removes}
+    # The PATCH writes every key of the route, not only those the plan shows as changed: a value
+    # compared through its digest (a reference LiteLLM lists resolved) was rewritten as well.
+    changed |= {
+        ("litellm_params", key)
+        for key, value in after.litellm_params.items()
+        if key not in NEVER_LISTED and before.litellm_params.get(key) != value
+    }
     if before.model_info.get(TAG_PATHS) != after.model_info.get(TAG_PATHS):
         changed.add(("model_info", TAG_PATHS))
     params: dict[str, Any] = {}
