@@ -36,11 +36,11 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from sync.access import CHANGED_BY_HEADER, changed_by
-from sync.fleet import load_fleet
-from sync.litellm import LiteLLMClient
-from sync.render import Route, render
-from tests.proxyharness import Proxy, from_environment, start, stop, write_fleet
+from sync.core.render import Route, render
+from sync.fleet.model import load_fleet
+from sync.live.access import CHANGED_BY_HEADER, changed_by
+from sync.live.client import LiteLLMClient
+from tests.support.proxyharness import Proxy, from_environment, start, stop, write_fleet
 
 HOSTS_PER_MODEL = 10
 STAGE_DONE = re.compile(r"fleet-sync: (create|update|delete) done: .* in (\d+) s")

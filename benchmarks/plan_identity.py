@@ -33,14 +33,14 @@ def emit(tree: Path, inputs: Path) -> None:
 
     import yaml
 
-    from sync.fleet import load_fleet
-    from sync.litellm import parse_route
-    from sync.plan import make_plan
-    from sync.render import render
+    from sync.core.plan import make_plan
+    from sync.core.render import render
+    from sync.fleet.model import load_fleet
+    from sync.live.client import parse_route
     from tests.test_plan_cases import CASES, plan_for
 
     try:  # what the commands print (redacted), where the tree has it
-        printed = importlib.import_module("sync.redaction").plan_json
+        printed = importlib.import_module("sync.report.redaction").plan_json
     except (ImportError, AttributeError):
         printed = None
 
@@ -65,8 +65,8 @@ def emit(tree: Path, inputs: Path) -> None:
 def write_inputs(inputs: Path, sizes: list[int]) -> None:
     sys.path.insert(0, str(ROOT))
     from benchmarks.synthetic import fleet_text, scenario
-    from sync.fleet import load_fleet
-    from sync.render import render
+    from sync.core.render import render
+    from sync.fleet.model import load_fleet
 
     for size in sizes:
         fleet_file = inputs / f"{size:05d}.fleet.yaml"

@@ -41,13 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.memproxy import MemoryProxy, serve_in_background
 from benchmarks.synthetic import fleet_text, scenario
-from sync.apply import _ReadBack, _Written
-from sync.cli_common import LiveState, read_live
-from sync.fleet import Fleet, load_fleet
-from sync.litellm import LiteLLMClient
-from sync.plan import Change, Create, Plan
-from sync.progress import Silent
-from sync.render import render
+from sync.commands.common import LiveState, read_live
+from sync.core.plan import Change, Create, Plan
+from sync.core.render import render
+from sync.fleet.model import Fleet, load_fleet
+from sync.live.apply import _ReadBack, _Written
+from sync.live.client import LiteLLMClient
+from sync.live.progress import Silent
 
 T = TypeVar("T")
 KEY = "sk-benchmark"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.proxyharness import Proxy, fleet_sync, from_environment, start, stop, write_fleet
+from tests.support.proxyharness import Proxy, fleet_sync, from_environment, start, stop, write_fleet
 
 
 def hosts_for(models: int, per_model: int, moved: int = 0, dropped: int = 0) -> dict[str, object]:

@@ -17,7 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from sync.render import Route
+from sync.core.render import Route
 
 TEMPLATE = Path(__file__).with_name("litellm-1.108.7-entry.json")
 HOSTS_PER_MODEL = 10

@@ -18,8 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sync.fleet import load_fleet
-from sync.render import render, render_config
+from sync.core.render import render, render_config
+from sync.fleet.model import load_fleet
 
 
 def fleet_text(models: int, hosts: int) -> str:

@@ -21,8 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sync.versions import TESTED  # noqa: E402
-from tests.matrix_report import VersionResult, table  # noqa: E402
+from sync.litellm.releases import TESTED  # noqa: E402
+from tests.support.matrix_report import VersionResult, table  # noqa: E402
 
 
 def run(version: str, junit: Path) -> VersionResult:

@@ -1,3 +1,3 @@
-from .cli import main
+from sync.commands.main import main
 
 main()

@@ -10,11 +10,11 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from sync.versions import TESTED
+from sync.litellm.releases import TESTED
 
-from .fake_github import fake_github  # noqa: F401  (fixture)
-from .matrix_report import VersionResult, table
-from .proxyharness import (
+from .support.fake_github import fake_github  # noqa: F401  (fixture)
+from .support.matrix_report import VersionResult, table
+from .support.proxyharness import (
     DEFAULT_VERSION,
     EXTERNAL,
     Proxy,

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from sync import __version__
-from sync.render import route_id
+from sync.core.render import route_id
 
-from .faultproxy import Fault, FaultProxy
-from .keys import key_for_role, read_only_key
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.faultproxy import Fault, FaultProxy
+from .support.keys import key_for_role, read_only_key
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
 
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"

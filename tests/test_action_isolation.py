@@ -7,10 +7,10 @@ workspace and in a user site-packages of its own) and programs that shadow what 
 paths, as a careless caller might: its tools directory on PATH (GITHUB_PATH, absolute and
 relative), PYTHONPATH, PYTHONUSERBASE and GIT_PYTHON_GIT_EXECUTABLE into it (GITHUB_ENV). Each
 plant, once imported or run, leaves a marker outside the workspace. plan, apply, drift and
-propose then run through the action as a runner runs them (tests/actionrunner.py: the install
-step for real) against the real LiteLLM and the fake GitHub: each does its job, no marker
+propose then run through the action as a runner runs them (tests/support/actionrunner.py: the
+install step for real) against the real LiteLLM and the fake GitHub: each does its job, no marker
 appears. A guard shows every plant does fire when the tree is trusted, and fleet-sync's own
-choice of git (sync/gitref.py) is tested apart.
+choice of git (sync/gitops/gitref.py) is tested apart.
 """
 
 from __future__ import annotations
@@ -28,16 +28,16 @@ import git
 import pytest
 import yaml
 
-from sync.gitref import GitNotFound, git_executable
-from sync.host_moved import branch_name
-from sync.render import route_id
+from sync.core.render import route_id
+from sync.gitops.gitref import GitNotFound, git_executable
+from sync.gitops.host_moved import branch_name
 
-from .actionrunner import JobRun, Runner
-from .fake_github import FakeGitHub
-from .keys import read_only_key
-from .proxyharness import Proxy, crashed, write_fleet
+from .support.actionrunner import JobRun, Runner
+from .support.fake_github import FakeGitHub
+from .support.keys import read_only_key
+from .support.proxyharness import Proxy, crashed, write_fleet
+from .support.upstream import silent_address
 from .test_workflows import EXAMPLE, ROOT, action, required
-from .upstream import silent_address
 
 MODULES = ("json", "pathlib", "yaml", "sitecustomize", "usercustomize")
 PACKAGES = ("venv", "sync")
@@ -270,7 +270,7 @@ def test_fleet_sync_runs_no_git_of_the_tree(tree: Path, tmp_path: Path) -> None:
         "GIT_PYTHON_GIT_EXECUTABLE": str(tree / "tools" / "git"),
     }
     probe = (
-        "import sys; from pathlib import Path; from sync.gitref import repository_of; "
+        "import sys; from pathlib import Path; from sync.gitops.gitref import repository_of; "
         "print(repository_of(Path(sys.argv[1])))"
     )
     done = subprocess.run(

@@ -1,4 +1,4 @@
-"""Addresses: what validate, set-host and import take (sync/addresses.py) is what a client can
+"""Addresses: what validate, set-host and import take (sync/fleet/addresses.py) is what a client can
 reach as written, and no address, taken or not, crashes the probe, verify or connect.
 
 Found by the outside attack: `http://xn--/v1`, `http://a\\u00ad.com/v1`, a 64-character label...
@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sync.fleet import Defaults, Fleet, Host, Model, address_problem
-from sync.keytrust import KeyTrust
-from sync.probe import ask, probe_fleet
-from sync.render import Route
-from sync.verify import verify_groups
+from sync.core.keytrust import KeyTrust
+from sync.core.render import Route
+from sync.fleet.model import Defaults, Fleet, Host, Model, address_problem
+from sync.live.probe import ask, probe_fleet
+from sync.live.verify import verify_groups
 
-from .proxyharness import fleet_sync, write_fleet
+from .support.proxyharness import fleet_sync, write_fleet
 
 # Each refused, with what the message must say.
 UNREACHABLE = {
@@ -187,7 +187,8 @@ def test_verify_through_an_unbuildable_proxy_url_is_a_verdict() -> None:
 def test_a_proxy_url_no_client_can_reach_is_one_line(
     url: str, message: str, tmp_path: Path
 ) -> None:
-    """--proxy-url / LITELLM_PROXY_URL: `http://xn--/` gave a traceback (sync/cli_common.py)."""
+    """--proxy-url / LITELLM_PROXY_URL: `http://xn--/` gave a traceback
+    (sync/commands/common.py)."""
     fleet = write_fleet(tmp_path / "fleet.yaml", "bad-url", {"m": {"hosts": {"a": REACHABLE[0]}}})
     env = {"PATH": "/usr/bin:/bin", "LITELLM_PROXY_API_KEY": "sk-bad-url-test", "NO_COLOR": "1"}
     for run in (

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sync.github_config import GitHubConfig, GitHubError, write_step_summary
+from sync.github.actions import GitHubConfig, GitHubError, write_step_summary
 
-from .fake_github import FakeGitHub, fake_github
-from .proxyharness import crashed, fleet_sync
+from .support.fake_github import FakeGitHub, fake_github
+from .support.proxyharness import crashed, fleet_sync
 
 __all__ = ["fake_github"]
 

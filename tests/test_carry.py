@@ -1,12 +1,12 @@
-"""What a replacement says it drops (sync/carry.py), on plain data: never a field of LiteLLM's
+"""What a replacement says it drops (sync/core/carry.py), on plain data: never a field of LiteLLM's
 model information, which LiteLLM lists on every route of a model from its cost map or from any
 route of the model (tests/test_import_model_info_live.py shows it on the real proxy), so the
 replacement lists it too; always a key added by hand."""
 
 from __future__ import annotations
 
-from sync.carry import leftovers
-from sync.render import Route
+from sync.core.carry import leftovers
+from sync.core.render import Route
 
 BASE = {"model": "hosted_vllm/org/m", "api_base": "http://10.0.0.1:8000/v1"}
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from .faultproxy import FaultProxy
-from .proxyharness import (
+from .support.faultproxy import FaultProxy
+from .support.proxyharness import (
     Proxy,
     fleet_sync,
     free_port,

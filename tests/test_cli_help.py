@@ -12,7 +12,7 @@ import yaml
 
 from sync import __version__
 
-from .proxyharness import REPO, fleet_sync
+from .support.proxyharness import REPO, fleet_sync
 
 COMMANDS = {
     "validate": ["--format [text|github|json]", "FILES"],

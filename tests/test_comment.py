@@ -1,4 +1,5 @@
-"""sync.comment: the hidden header round-trips, markers separate fleets, fit stays under 65,536."""
+"""sync.github.comment: the hidden header round-trips, markers separate fleets, fit stays under
+65,536."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 
 import pytest
 
-from sync.comment import (
+from sync.github.comment import (
     GITHUB_COMMENT_LIMIT,
     HEADER_RESERVE,
     MAX_FIELD_LEN,

@@ -17,17 +17,18 @@ import httpx
 import pytest
 import yaml
 
-from sync.apply import Result, apply_plan
-from sync.compare import UNREADABLE
-from sync.fleet import Fleet, fleet_from_doc
-from sync.litellm import LiteLLMClient
-from sync.plan import Create, Delete, Plan, Update, make_plan
-from sync.render import render, route_id
-from sync.report import plan_text
-from sync.versions import LiteLLMRelease
-from sync.yamlmarks import parse_yaml
+from sync.core.compare import UNREADABLE
+from sync.core.plan import Create, Delete, Plan, Update, make_plan
+from sync.core.render import render, route_id
+from sync.core.result import Result
+from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.litellm.releases import LiteLLMRelease
+from sync.live.apply import apply_plan
+from sync.live.client import LiteLLMClient
+from sync.report.formats import plan_text
 
-from .proxyharness import Proxy
+from .support.proxyharness import Proxy
 
 CORPUS: dict[str, dict[str, Any]] = yaml.safe_load(
     (Path(__file__).parent / "cases" / "compare" / "corpus.yaml").read_text(encoding="utf-8")
@@ -269,8 +270,8 @@ def test_patch_with_null_removes_no_key(proxy: Proxy, scratch: tuple[httpx.Clien
 def test_refused_keys_really_do_not_converge(
     proxy: Proxy, scratch: tuple[httpx.Client, str]
 ) -> None:
-    """What `validate` refuses (sync/convergence.py), written straight to LiteLLM, does not come
-    back as written. Pricing in model_info is dropped from 1.108 on (1.98.1 keeps it); a nested
+    """What `validate` refuses (sync/litellm/convergence.py), written straight to LiteLLM, does not
+    come back as written. Pricing in model_info is dropped from 1.108 on (1.98.1 keeps it); a nested
     null comes back as the text 'None' on 1.98.1 and 1.108.7, as null on 1.110.2 (refused for
     those two)."""
     http, rid = scratch

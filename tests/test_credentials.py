@@ -1,4 +1,4 @@
-"""What counts as a credential (sync/credentials.py), as tables: values that must pass (real
+"""What counts as a credential (sync/secrets/credentials.py), as tables: values that must pass (real
 model ids, addresses, ids, dates, references, config values, fleet-sync's own digests, and every
 name and value of LiteLLM's model cost map) and values that must be refused, each with what the
 refusal says; what a value under a key means given the key's name; and the measured rates of
@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from sync.credentials import (
+from sync.core.render import route_id, value_digest
+from sync.secrets.credentials import (
     NAMED_RANDOM,
     NAMED_SECRET,
     credential_kind,
@@ -31,8 +32,7 @@ from sync.credentials import (
     may_quote,
     named_credential,
 )
-from sync.random_runs import random_looking
-from sync.render import route_id, value_digest
+from sync.secrets.random_runs import random_looking
 
 MASK = "***"
 R32 = "9naHVck6pbd4ZRj2SxphvDTwrzqwo72n"  # random base62
@@ -282,7 +282,7 @@ def cost_map_values() -> list[str]:
 def test_no_name_or_value_of_litellms_cost_map_is_a_credential() -> None:
     """7,043 names, keys and values (model ids, provider names, source URLs, notes) of the
     cost map of three LiteLLM releases: none is refused by shape, none reads as random under
-    a key LiteLLM masks (the rules of sync/credentials.py measured at 0 of 7,043)."""
+    a key LiteLLM masks (the rules of sync/secrets/credentials.py measured at 0 of 7,043)."""
     values = cost_map_values()
     assert len(values) > 7000
     assert [v for v in values if looks_like_credential(v)] == []

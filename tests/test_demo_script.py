@@ -6,7 +6,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from .proxyharness import REPO
+from .support.proxyharness import REPO
 
 
 def test_demo_without_a_proxy_says_what_to_do(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sync.render import route_id
+from sync.core.render import route_id
 
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
 
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"

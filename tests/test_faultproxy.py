@@ -1,4 +1,5 @@
-"""Each fault of tests/faultproxy.py does what it says, against a tiny fake LiteLLM upstream."""
+"""Each fault of tests/support/faultproxy.py does what it says, against a tiny fake LiteLLM
+upstream."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any, cast
 import httpx
 import pytest
 
-from .faultproxy import (
+from .support.faultproxy import (
     FAIL_500_BODY,
     FORWARD_THEN_500_BODY,
     Fault,

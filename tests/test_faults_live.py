@@ -12,14 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from sync.apply import apply_plan
-from sync.fleet import load_fleet
-from sync.litellm import LiteLLMClient
-from sync.plan import make_plan
-from sync.render import render, route_id
+from sync.core.plan import make_plan
+from sync.core.render import render, route_id
+from sync.fleet.model import load_fleet
+from sync.live.apply import apply_plan
+from sync.live.client import LiteLLMClient
 
-from .faultproxy import Fault, FaultProxy
-from .proxyharness import Proxy, Run, fleet_sync, write_fleet
+from .support.faultproxy import Fault, FaultProxy
+from .support.proxyharness import Proxy, Run, fleet_sync, write_fleet
 
 pytestmark = pytest.mark.litellm_matrix
 OLD = "http://216.243.220.245:16643/v1"

@@ -3,7 +3,7 @@ drift issue are found by marker *and* author; the token's identity comes from GE
 Actions token's 403 (github-actions[bot]) or FLEET_SYNC_GITHUB_AUTHOR; when it cannot be known,
 nothing existing is edited, closed, commented on or copied.
 
-The GitOps functions run for real (sync/gitops.py) on plans built from plain data, against the
+The GitOps functions run for real (sync/gitops/loops.py) on plans built from plain data, against the
 fake GitHub, which keeps every comment's and issue's author as GitHub does."""
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from typing import Any
 
 import pytest
 
-from sync import gitops
-from sync.apply import Outcome, Result
-from sync.comment import PlanComment
-from sync.fleet import fleet_from_doc
-from sync.github import DRIFT_LABEL, GitHubClient, drift_marker
-from sync.github_config import GitHubConfig, GitHubError
-from sync.github_pulls import PullRequestClient
-from sync.plan import Plan, make_plan
-from sync.render import render
-from sync.yamlmarks import parse_yaml
+from sync.core.plan import Plan, make_plan
+from sync.core.render import render
+from sync.core.result import Outcome, Result
+from sync.fleet.model import fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.github.actions import GitHubConfig, GitHubError
+from sync.github.client import DRIFT_LABEL, GitHubClient, drift_marker
+from sync.github.comment import PlanComment
+from sync.github.pulls import PullRequestClient
+from sync.gitops import loops as gitops
 
-from .fake_github import ACTIONS_BOT, FakeGitHub, fake_github
+from .support.fake_github import ACTIONS_BOT, FakeGitHub, fake_github
 
 __all__ = ["fake_github"]
 

@@ -1,4 +1,4 @@
-"""sync.github against the fake GitHub server on 127.0.0.1."""
+"""sync.github.client against the fake GitHub server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from sync.comment import PlanComment, marker_for
-from sync.github import DRIFT_LABEL, DRIFT_RESOLVED, GitHubClient, drift_marker
-from sync.github_config import GitHubConfig, GitHubError, write_step_summary
+from sync.github.actions import GitHubConfig, GitHubError, write_step_summary
+from sync.github.client import DRIFT_LABEL, DRIFT_RESOLVED, GitHubClient, drift_marker
+from sync.github.comment import PlanComment, marker_for
 
-from .fake_github import FakeGitHub, fake_github
+from .support.fake_github import FakeGitHub, fake_github
 
 __all__ = ["fake_github"]  # the fixture, until tests/conftest.py imports it
 

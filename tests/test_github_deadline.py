@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from sync import github_http
-from sync.github import GitHubClient
-from sync.github_config import GitHubConfig, GitHubError
-from sync.github_pulls import PullRequestClient
-from sync.untrusted_json import MAX_JSON_BYTES as MAX_BODY_BYTES
+from sync.github import http as github_http
+from sync.github.actions import GitHubConfig, GitHubError
+from sync.github.client import GitHubClient
+from sync.github.pulls import PullRequestClient
+from sync.untrusted.json_parser import MAX_JSON_BYTES as MAX_BODY_BYTES
 
-from .fake_github import FakeGitHub, fake_github
+from .support.fake_github import FakeGitHub, fake_github
 
 __all__ = ["fake_github"]
 
@@ -259,7 +259,7 @@ def test_a_hostile_rate_limit_answer_is_one_line(
 
 
 def test_header_seconds_are_ascii_digits_in_range() -> None:
-    from sync.github_config import header_seconds
+    from sync.github.actions import header_seconds
 
     assert header_seconds(" 42 ", 100) == 42
     assert header_seconds("101", 100) is None

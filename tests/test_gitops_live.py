@@ -11,16 +11,16 @@ from typing import Any
 
 import git
 
-from sync.comment import GITHUB_COMMENT_LIMIT, PlanComment
-from sync.fleet import fleet_from_doc
-from sync.github import DRIFT_LABEL, drift_marker
-from sync.plan import make_plan, split_by_base
-from sync.render import render, route_id
-from sync.report import pr_markdown
-from sync.yamlmarks import parse_yaml
+from sync.core.plan import make_plan, split_by_base
+from sync.core.render import render, route_id
+from sync.fleet.model import fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.github.client import DRIFT_LABEL, drift_marker
+from sync.github.comment import GITHUB_COMMENT_LIMIT, PlanComment
+from sync.report.formats import pr_markdown
 
-from .fake_github import FakeGitHub
-from .proxyharness import REPO, Proxy, fleet_sync, write_fleet
+from .support.fake_github import FakeGitHub
+from .support.proxyharness import REPO, Proxy, fleet_sync, write_fleet
 
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"
@@ -208,7 +208,7 @@ def test_comment_of_a_3000_route_plan_stays_under_the_limit() -> None:
     fleet = fleet_from_doc(parse_yaml(json.dumps(doc), "fleet.yaml"), "fleet.yaml")
     plan = make_plan(fleet, render(fleet), [])
     this_pr, drift = split_by_base(plan, None)
-    from sync.comment import fit
+    from sync.github.comment import fit
 
     body = PlanComment(
         "big", plan.hash, "plan", fit(pr_markdown(plan, this_pr, drift, "base"))

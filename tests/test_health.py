@@ -10,17 +10,17 @@ import httpx
 import pytest
 import yaml
 
-from sync.apply import Outcome, Result
-from sync.fleet import Fleet, fleet_from_doc
-from sync.health import HealthState, HostHealth, listed_models
-from sync.healthgate import gate
-from sync.litellm import parse_route
-from sync.plan import Plan, make_plan
-from sync.probe import BODY_CAP, NeedsKey, ask, resolve_key
-from sync.problems import FleetError
-from sync.render import Route, render, route_id, with_id
-from sync.report import plan_markdown, plan_text, pr_markdown, result_json, result_text
-from sync.yamlmarks import parse_yaml
+from sync.core.health import HealthState, HostHealth, listed_models
+from sync.core.healthgate import gate
+from sync.core.plan import Plan, make_plan
+from sync.core.render import Route, render, route_id, with_id
+from sync.core.result import Outcome, Result
+from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.problems import FleetError
+from sync.fleet.yamlmarks import parse_yaml
+from sync.live.client import parse_route
+from sync.live.probe import BODY_CAP, NeedsKey, ask, resolve_key
+from sync.report.formats import plan_markdown, plan_text, pr_markdown, result_json, result_text
 
 OLD, NEW = "http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"
 

@@ -1,4 +1,4 @@
-"""The model groups fleet.yaml's git history declared (sync/history.py): read from real git
+"""The model groups fleet.yaml's git history declared (sync/gitops/history.py): read from real git
 repositories made in the test (gitpython), and the quick read of a version's `models:` keys
 checked against a full YAML parse of every fleet file the tests and examples hold."""
 
@@ -11,7 +11,7 @@ import git
 import pytest
 import yaml
 
-from sync.history import _parsed, _scanned, declared_groups, model_keys
+from sync.gitops.history import _parsed, _scanned, declared_groups, model_keys
 
 ROOT = Path(__file__).resolve().parent.parent
 FLEET_FILES = sorted(

@@ -1,10 +1,10 @@
 """The host-moved workflows run as GitHub Actions would run them: the dispatch payload in the
-event, `${{ … }}` filled from it, the action's composite steps under bash (tests/actionrunner.py;
-fleet-sync installed from the action's own checkout, not editable), against the real LiteLLM and
-the fake GitHub: branch, commit, pull request and a plan comment with exactly one in-place
-update, for this repository's own workflow (`uses: ./`) and the example config repository's
-(`uses: fleet-sync-dev/fleet-sync@v1`). The job holds only a read-only key made through the
-proxy's key API. An injection payload stops at set-host."""
+event, `${{ … }}` filled from it, the action's composite steps under bash
+(tests/support/actionrunner.py; fleet-sync installed from the action's own checkout, not editable),
+against the real LiteLLM and the fake GitHub: branch, commit, pull request and a plan comment with
+exactly one in-place update, for this repository's own workflow (`uses: ./`) and the example config
+repository's (`uses: fleet-sync-dev/fleet-sync@v1`). The job holds only a read-only key made through
+the proxy's key API. An injection payload stops at set-host."""
 
 from __future__ import annotations
 
@@ -17,15 +17,15 @@ from pathlib import Path
 import git
 import pytest
 
-from sync.host_moved import branch_name
-from sync.render import route_id
+from sync.core.render import route_id
+from sync.gitops.host_moved import branch_name
 
-from .actionrunner import JobRun, Runner
-from .fake_github import FakeGitHub
-from .keys import read_only_key
-from .proxyharness import Proxy, crashed, fleet_sync
+from .support.actionrunner import JobRun, Runner
+from .support.fake_github import FakeGitHub
+from .support.keys import read_only_key
+from .support.proxyharness import Proxy, crashed, fleet_sync
+from .support.upstream import Upstream, silent_address
 from .test_workflows import SETS, path_of
-from .upstream import Upstream, silent_address
 
 SERVED = "Qwen/Qwen3-8B"
 # propose --probe asks every host's /models: every address here is on 127.0.0.1.
@@ -356,7 +356,7 @@ def test_a_payload_address_no_client_can_reach_stops_at_set_host_before_github(
     """Found by the outside attack: such an address passed set-host, the pull request was
     opened, then the probe raised (httpx or the resolver cannot build the request) and the job
     failed; a payload with terminal escapes was printed raw in set-host's summary line. Each is
-    refused by set-host (sync/addresses.py): the job ends there, GitHub is never called, and
+    refused by set-host (sync/fleet/addresses.py): the job ends there, GitHub is never called, and
     nothing unprintable reaches the log."""
     model = f"{fleet_name}-m"
     repo = Repo(tmp_path, fake_github, fleet_name, model, read_key, installed)

@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.fleet import Defaults, Fleet, Host, Model
-from sync.health import HealthState, HostHealth
-from sync.healthgate import gate
-from sync.host_moved import automerge_refusal, branch_name
-from sync.plan import make_plan
-from sync.render import Route, render
+from sync.core.health import HealthState, HostHealth
+from sync.core.healthgate import gate
+from sync.core.plan import make_plan
+from sync.core.render import Route, render
+from sync.fleet.model import Defaults, Fleet, Host, Model
+from sync.gitops.host_moved import automerge_refusal, branch_name
 
-from .actionrunner import JobRun, Runner
+from .support.actionrunner import JobRun, Runner
 from .test_workflows import (
     INSTALL,
     PINNED,

@@ -1,4 +1,4 @@
-"""Route names from the proxy are shown, never obeyed (sync/display.py).
+"""Route names from the proxy are shown, never obeyed (sync/secrets/display.py).
 
 Anyone who can write a route on the proxy (another team, a portal) chooses its model_name, id,
 fleet_sync_host and other tags, and the keys of hand-added params. Plain-data tests: plans,
@@ -21,16 +21,17 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from sync import display, gitops
-from sync.apply import Outcome, Result
-from sync.comment import PlanComment
-from sync.fleet import fleet_from_doc
-from sync.github import DRIFT_LABEL, drift_marker
-from sync.health import Verified
-from sync.plan import Plan, make_plan
-from sync.redaction import plan_json
-from sync.render import TAG_PATHS, Route, render, route_id
-from sync.report import (
+from sync.core.health import Verified
+from sync.core.plan import Plan, make_plan
+from sync.core.render import TAG_PATHS, Route, render, route_id
+from sync.core.result import Outcome, Result
+from sync.core.safety import refusals
+from sync.fleet.model import fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.github.client import DRIFT_LABEL, drift_marker
+from sync.github.comment import PlanComment
+from sync.gitops import loops as gitops
+from sync.report.formats import (
     plan_markdown,
     plan_text,
     pr_markdown,
@@ -39,12 +40,12 @@ from sync.report import (
     result_text,
     to_json,
 )
-from sync.report_health import verify_markdown, verify_text
-from sync.safety import refusals
-from sync.scrub import ScrubbedStream, Scrubber, session, write_text
-from sync.yamlmarks import parse_yaml
+from sync.report.health import verify_markdown, verify_text
+from sync.report.redaction import plan_json
+from sync.secrets import display
+from sync.secrets.scrub import ScrubbedStream, Scrubber, session, write_text
 
-from .fake_github import ACTIONS_BOT, FakeGitHub, fake_github
+from .support.fake_github import ACTIONS_BOT, FakeGitHub, fake_github
 
 __all__ = ["fake_github"]
 
@@ -148,7 +149,7 @@ OUR_LINE_STARTS = (
 
 
 def text_outputs(name: str) -> str:
-    from sync.problems import Problem
+    from sync.fleet.problems import Problem
 
     plan = hostile_plan(name)
     verified = [Verified(name, False, name)]

@@ -1,9 +1,9 @@
 """Garbage from the proxy (issue 8, item 6): every kind is a clear error, exit 1, no traceback,
 no hang, and nothing written or pruned.
 
-tests/faultproxy.py stands between fleet-sync and the real LiteLLM and answers the route listing
-with garbage built from the real answer; fleet.yaml asks for a prune, so a tool that believed
-the garbage (or half of it) would delete a route that exists."""
+tests/support/faultproxy.py stands between fleet-sync and the real LiteLLM and answers the route
+listing with garbage built from the real answer; fleet.yaml asks for a prune, so a tool that
+believed the garbage (or half of it) would delete a route that exists."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from sync.render import route_id
+from sync.core.render import route_id
 
 from .conftest import SESSION
-from .faultproxy import Fault, FaultProxy
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.faultproxy import Fault, FaultProxy
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
 
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"

@@ -1,10 +1,10 @@
 """Import of every LiteLLM parameter in the compare corpus (tests/cases/compare/corpus.yaml),
 several hosts per group and priced routes, on plain data: each case becomes the routes LiteLLM
-would list (tests/memproxy.py: coercion, masking, resolution, its defaults and enrichment; here
-also its copy of litellm_params prices into model_info), and import writes a file that validates,
-sets only values equal to the live ones, and names every other live value as kept on the routes.
-Then the round trip through the plan core: only in-place adoptions, every id kept, nothing the
-routes hold (api_key included) lost, and the next plan empty."""
+would list (tests/support/memproxy.py: coercion, masking, resolution, its defaults and enrichment;
+here also its copy of litellm_params prices into model_info), and import writes a file that
+validates, sets only values equal to the live ones, and names every other live value as kept on the
+routes. Then the round trip through the plan core: only in-place adoptions, every id kept, nothing
+the routes hold (api_key included) lost, and the next plan empty."""
 
 from __future__ import annotations
 
@@ -15,16 +15,16 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.convergence import PRICING
-from sync.fleet import Fleet, fleet_from_doc
-from sync.importer import RESERVED, Imported, import_fleet
-from sync.litellm_owned import PARAM_DEFAULTS
-from sync.normalise import same
-from sync.plan import make_plan
-from sync.render import Route, render
-from sync.yamlmarks import parse_yaml
+from sync.core.plan import make_plan
+from sync.core.render import Route, render
+from sync.edit.importer import RESERVED, Imported, import_fleet
+from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.litellm.convergence import PRICING
+from sync.litellm.normalise import same
+from sync.litellm.owned import PARAM_DEFAULTS
 
-from .memproxy import MemProxy, apply, resolved
+from .support.memproxy import MemProxy, apply, resolved
 
 CORPUS: dict[str, dict[str, Any]] = yaml.safe_load(
     (Path(__file__).parent / "cases" / "compare" / "corpus.yaml").read_text(encoding="utf-8")

@@ -17,13 +17,13 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from sync.importer import host_name, import_fleet
-from sync.render import Route
+from sync.core.render import Route
+from sync.edit.importer import host_name, import_fleet
 
-from .keys import read_only_key
-from .proxyharness import Proxy, Run, fleet_sync
+from .support.keys import read_only_key
+from .support.proxyharness import Proxy, Run, fleet_sync
+from .support.upstream import Upstream
 from .test_probe_live import chat
-from .upstream import Upstream
 
 CORPUS: dict[str, dict[str, Any]] = yaml.safe_load(
     (Path(__file__).parent / "cases" / "compare" / "corpus.yaml").read_text(encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from .proxyharness import Proxy, fleet_sync
+from .support.proxyharness import Proxy, fleet_sync
 from .test_import_live import portal, run_import, seed
 
 __all__ = ["portal"]  # the fixture, used by name

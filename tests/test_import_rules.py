@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from sync.credentials import looks_like_credential
-from sync.fleet import fleet_from_doc
-from sync.import_rules import (
+from sync.core.render import Route, paths_record
+from sync.edit.import_rules import (
     CREDENTIAL,
     MASKED,
     NESTED,
@@ -29,9 +28,10 @@ from sync.import_rules import (
     info_verdict,
     param_verdict,
 )
-from sync.importer import SHARED_INFO, Imported, import_fleet, kept_warning
-from sync.render import Route, paths_record
-from sync.yamlmarks import parse_yaml
+from sync.edit.importer import SHARED_INFO, Imported, import_fleet, kept_warning
+from sync.fleet.model import fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.secrets.credentials import looks_like_credential
 
 MASTER = "sk-" + "0123456789abcdef" * 2
 DB_URL = "postgresql://litellm:Pa55w0rd-xyz@127.0.0.1:5432/litellm"
@@ -289,8 +289,9 @@ def test_a_group_fleet_yaml_cannot_hold_is_left_out_without_quoting_it(
 def test_a_route_whose_requests_go_elsewhere_leaves_its_group_out(
     params: dict[str, Any], reason: str
 ) -> None:
-    """A key that sends a route's requests elsewhere than api_base (sync/redirects.py): fleet.yaml
-    cannot say it, and adopting the route would remove it. One such host leaves the group out."""
+    """A key that sends a route's requests elsewhere than api_base (sync/litellm/redirects.py):
+    fleet.yaml cannot say it, and adopting the route would remove it. One such host leaves the group
+    out."""
     imported = import_fleet(
         [
             route("1", "m", {}),

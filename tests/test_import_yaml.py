@@ -12,8 +12,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sync.import_yaml import fleet_text, float_text
-from sync.yamlmarks import parse_yaml
+from sync.edit.import_yaml import fleet_text, float_text
+from sync.fleet.yamlmarks import parse_yaml
 
 FLOATS = [
     1e-06,  # ruamel alone writes 1e-06: a string to PyYAML

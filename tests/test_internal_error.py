@@ -1,7 +1,7 @@
 """An exception fleet-sync did not expect (a bug) is one scrubbed line and exit 1, never a
 traceback printed past the final scrub: main() ends the scrub session before Python would
-print one, so run() catches it (sync/cli.py). FLEET_SYNC_DEBUG=1 adds the traceback, scrubbed
-like every output."""
+print one, so run() catches it (sync/commands/main.py). FLEET_SYNC_DEBUG=1 adds the traceback,
+scrubbed like every output."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ from collections.abc import Iterator
 import click
 import pytest
 
-from sync import cli, scrub
-from sync.cli_common import EXIT_ERROR
+from sync.commands import main as cli
+from sync.commands.common import EXIT_ERROR
+from sync.secrets import scrub
 
-from .proxyharness import crashed
+from .support.proxyharness import crashed
 
 SECRET = "sk-internal-0123456789abcdef"
 

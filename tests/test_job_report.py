@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from sync import gitops
-from sync.artifact import ReportDirError, ReportFiles
-from sync.comment import GITHUB_COMMENT_LIMIT, HEADER_RESERVE, RUN_SEPARATOR, add_run
-from sync.fleet import Fleet, fleet_from_doc
-from sync.github_config import SUMMARY_LIMIT, GitHubConfig, write_step_summary
-from sync.plan import Plan, make_plan
-from sync.render import render
-from sync.yamlmarks import parse_yaml
+from sync.core.plan import Plan, make_plan
+from sync.core.render import render
+from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.github.actions import SUMMARY_LIMIT, GitHubConfig, write_step_summary
+from sync.github.artifact import ReportDirError, ReportFiles
+from sync.github.comment import GITHUB_COMMENT_LIMIT, HEADER_RESERVE, RUN_SEPARATOR, add_run
+from sync.gitops import loops as gitops
 
-from .fake_github import FakeGitHub
+from .support.fake_github import FakeGitHub
 
 
 def fleet_of(routes: int, port: int) -> Fleet:

@@ -1,6 +1,7 @@
-"""Keys follow trust (issue 15): which addresses a host's upstream key may go to (sync/keytrust.py),
-worked out from git the way plan, apply, drift and propose do, and what the probe sends and
-concludes against upstreams on 127.0.0.1 that record every Authorization header they get."""
+"""Keys follow trust (issue 15): which addresses a host's upstream key may go to
+(sync/gitops/keytrust.py), worked out from git the way plan, apply, drift and propose do, and what
+the probe sends and concludes against upstreams on 127.0.0.1 that record every Authorization header
+they get."""
 
 from __future__ import annotations
 
@@ -13,19 +14,20 @@ import git
 import pytest
 import yaml
 
-from sync import gitref
-from sync.fleet import Fleet, fleet_from_doc
-from sync.health import HealthState, HostHealth
-from sync.healthgate import gate
-from sync.host_moved import NEEDS_KEY, automerge_refusal
-from sync.keytrust import FLEET_ITSELF, KeyTrust, at_head, for_run, trust_of
-from sync.plan import Plan, make_plan
-from sync.probe import probe_fleet
-from sync.render import render
-from sync.report import plan_markdown, plan_text
-from sync.yamlmarks import parse_yaml
+from sync.core.health import HealthState, HostHealth
+from sync.core.healthgate import gate
+from sync.core.keytrust import FLEET_ITSELF, KeyTrust
+from sync.core.plan import Plan, make_plan
+from sync.core.render import render
+from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.gitops import gitref
+from sync.gitops.host_moved import NEEDS_KEY, automerge_refusal
+from sync.gitops.keytrust import at_head, for_run, trust_of
+from sync.live.probe import probe_fleet
+from sync.report.formats import plan_markdown, plan_text
 
-from .upstream import Upstream
+from .support.upstream import Upstream
 
 SECRET = "sk-upstream-key-trust-0123456789"
 KEY_VAR = "FLEET_SYNC_TEST_UPSTREAM_KEY"

@@ -15,12 +15,12 @@ import git
 import pytest
 import yaml
 
-from sync.host_moved import NEEDS_KEY
-from sync.render import route_id
+from sync.core.render import route_id
+from sync.gitops.host_moved import NEEDS_KEY
 
-from .fake_github import FakeGitHub
-from .proxyharness import Proxy, Run, fleet_sync
-from .upstream import Upstream, hostile, silent_address
+from .support.fake_github import FakeGitHub
+from .support.proxyharness import Proxy, Run, fleet_sync
+from .support.upstream import Upstream, hostile, silent_address
 
 SECRET = "sk-upstream-trust-live-0123456789"
 KEY_VAR = "FLEET_SYNC_TEST_UPSTREAM_KEY"

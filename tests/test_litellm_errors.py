@@ -8,10 +8,10 @@ from typing import Any
 import httpx
 import pytest
 
-from sync.litellm import ErrorKind, LiteLLMClient, ProxyError, classify, error_message
-from sync.versions import TESTED
+from sync.litellm.releases import TESTED
+from sync.live.client import ErrorKind, LiteLLMClient, ProxyError, classify, error_message
 
-from .litellm_answers import EXPECTED, captured, expected
+from .support.litellm_answers import EXPECTED, captured, expected
 
 
 def body(message: str) -> str:
@@ -53,7 +53,8 @@ def test_error_message_reads_litellm_and_fastapi_shapes() -> None:
 
 
 # -- what each tested LiteLLM version really answers (tests/cases/litellm, captured by
-#    `python -m tests.litellm_answers`) -------------------------------------------------------
+#    `python -m tests.support.litellm_answers`)
+# -------------------------------------------------------
 
 
 def captured_errors() -> list[Any]:

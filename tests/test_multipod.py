@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from sync.litellm import LiteLLMClient
-from sync.render import route_id
+from sync.core.render import route_id
+from sync.live.client import LiteLLMClient
 
-from .faultproxy import Fault, FaultProxy
-from .proxyharness import (
+from .support.faultproxy import Fault, FaultProxy
+from .support.proxyharness import (
     Proxy,
     fleet_sync,
     from_environment,

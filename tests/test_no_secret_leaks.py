@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from sync.render import route_id
+from sync.core.render import route_id
 
-from .fake_github import FakeGitHub
-from .proxyharness import Proxy, Run, fleet_sync, write_fleet
+from .support.fake_github import FakeGitHub
+from .support.proxyharness import Proxy, Run, fleet_sync, write_fleet
 
 UPSTREAM_VARIABLE = "FLEET_SYNC_PLANTED_UPSTREAM_KEY"
 UPSTREAM_KEY = "planted-upstream-key-6f1c2a9e"

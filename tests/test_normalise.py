@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sync.normalise import masked_key, readable, same
+from sync.litellm.normalise import masked_key, readable, same
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .proxyharness import fleet_sync
+from .support.proxyharness import fleet_sync
 
 FLEET = "version: 1\nfleet: x\nmodels: {}\n"
 

@@ -21,12 +21,12 @@ from typing import Any
 import git
 import pytest
 
-from sync.litellm import LiteLLMClient
-from sync.render import route_id
+from sync.core.render import route_id
+from sync.live.client import LiteLLMClient
 
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
+from .support.upstream import Upstream
 from .test_probe_live import chat
-from .upstream import Upstream
 
 KEY = "upstream-key-only-the-portal-knew-4f1c"
 OLD = "http://216.243.220.245:16643/v1"

@@ -11,11 +11,11 @@ from typing import Any
 import git
 import yaml
 
-from sync.litellm import LiteLLMClient
-from sync.render import route_id
+from sync.core.render import route_id
+from sync.live.client import LiteLLMClient
 
-from .faultproxy import Fault, FaultProxy
-from .proxyharness import Proxy, Run, fleet_sync, write_fleet
+from .support.faultproxy import Fault, FaultProxy
+from .support.proxyharness import Proxy, Run, fleet_sync, write_fleet
 
 OLD = "http://216.243.220.245:16643/v1"
 NEW = "http://103.196.86.105:17140/v1"

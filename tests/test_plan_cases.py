@@ -17,14 +17,14 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.fleet import Fleet, fleet_from_doc
-from sync.litellm import parse_route
-from sync.plan import NOT_CREATED, Change, Create, Delete, Plan, Update, make_plan
-from sync.redaction import plan_json
-from sync.render import Route, render, with_generation, with_id
-from sync.report import IGNORED_SHOWN, plan_text
-from sync.safety import refusals
-from sync.yamlmarks import parse_yaml
+from sync.core.plan import NOT_CREATED, Change, Create, Delete, Plan, Update, make_plan
+from sync.core.render import Route, render, with_generation, with_id
+from sync.core.safety import refusals
+from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.live.client import parse_route
+from sync.report.formats import IGNORED_SHOWN, plan_text
+from sync.report.redaction import plan_json
 
 CASES = sorted((Path(__file__).parent / "cases" / "plan").glob("*.yaml"))
 # What LiteLLM 1.108.7 adds to every entry of /v2/model/info: its boolean defaults in

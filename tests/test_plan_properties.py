@@ -1,6 +1,6 @@
-"""Properties of the plan core on generated fleets and live states (tests/fleetgen.py), applied to
-an in-memory LiteLLM (tests/memproxy.py). Hand-written cases (tests/cases/plan) show the
-behaviour; these look for the states nobody thought to write down. Example counts: the
+"""Properties of the plan core on generated fleets and live states (tests/support/fleetgen.py),
+applied to an in-memory LiteLLM (tests/support/memproxy.py). Hand-written cases (tests/cases/plan)
+show the behaviour; these look for the states nobody thought to write down. Example counts: the
 hypothesis profile in tests/conftest.py (1,000 per property under CI)."""
 
 from __future__ import annotations
@@ -14,12 +14,9 @@ from typing import Any
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from sync.compare import ABSENT
-from sync.fleet import normalise_address
-from sync.litellm_owned import NEVER_LISTED
-from sync.normalise import readable
-from sync.plan import Create, Delete, Plan, Update
-from sync.render import (
+from sync.core.compare import ABSENT
+from sync.core.plan import Create, Delete, Plan, Update
+from sync.core.render import (
     TAG_HOST,
     TAG_PREFIX,
     Route,
@@ -29,15 +26,18 @@ from sync.render import (
     with_generation,
     with_id,
 )
-from sync.rollback import restore
-from sync.safety import MIN_OWNED_FOR_PERCENT, refusals
+from sync.core.safety import MIN_OWNED_FOR_PERCENT, refusals
+from sync.fleet.model import normalise_address
+from sync.litellm.normalise import readable
+from sync.litellm.owned import NEVER_LISTED
+from sync.live.rollback import restore
 
-from .fleetgen import World, worlds
-from .memproxy import PARAM_DEFAULTS, MemProxy, Row, apply, stored
+from .support.fleetgen import World, worlds
+from .support.memproxy import PARAM_DEFAULTS, MemProxy, Row, apply, stored
 
 
 def owned_by_rule(route: Route, world: World) -> bool:
-    """Ownership as DESIGN.md and issue 8 state it, written apart from sync/ownership.py: never
+    """Ownership as DESIGN.md and issue 8 state it, written apart from sync/core/ownership.py: never
     a config-file route; a route tagged with this fleet's name from this source (or none, or
     any under --take-over); an untagged route holding one of the fleet's ids in the model group
     that id is rendered for; an untagged route of a declared model under owns: model_groups."""
@@ -68,8 +68,8 @@ def created_by_rule(route: Route, world: World) -> bool:
 
 def host_of(route: Route, world: World) -> Route | None:
     """The desired host an owned route belongs to, by identity as README's Ownership states it,
-    written apart from sync/identity.py: a generation of the host's derived id; this fleet's tags
-    naming the host, in its model group; this fleet's tags naming a host fleet.yaml no longer
+    written apart from sync/core/identity.py: a generation of the host's derived id; this fleet's
+    tags naming the host, in its model group; this fleet's tags naming a host fleet.yaml no longer
     renders in that group, on a route fleet-sync did not create, at the host's address (renamed);
     an untagged route of its model at its address (owns: model_groups). None: the route serves
     no host fleet.yaml wants."""
@@ -347,7 +347,7 @@ def test_no_route_fleet_sync_did_not_create_goes_unrefused_while_its_host_is_wan
 
 @given(worlds())
 def test_writing_back_an_update_restores_every_stored_value_it_changed(world: World) -> None:
-    """An update LiteLLM stored but did not load is written back (sync/rollback.py) from what
+    """An update LiteLLM stored but did not load is written back (sync/live/rollback.py) from what
     the plan read: where it can be, the stored row is afterwards what it was before the update,
     every key of it; where it cannot, the reason names one the update changed."""
     plan = world.plan()

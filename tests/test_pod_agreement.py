@@ -12,11 +12,11 @@ import httpx
 import pytest
 import yaml
 
-from sync.cli_common import Exit, read_live
-from sync.fleet import Fleet, fleet_from_doc
-from sync.litellm import LiteLLMClient
-from sync.render import render
-from sync.yamlmarks import parse_yaml
+from sync.commands.common import Exit, read_live
+from sync.core.render import render
+from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.live.client import LiteLLMClient
 
 PODS = ("http://127.0.0.1:1", "http://127.0.0.1:2")
 FLEET = {

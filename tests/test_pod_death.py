@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sync.render import route_id
+from sync.core.render import route_id
 
-from .proxyharness import (
+from .support.proxyharness import (
     HARNESS,
     Proxy,
     crashed,

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sync.render import route_id
+from sync.core.render import route_id
 
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
+from .support.upstream import Upstream, silent_address, upstreams
 from .test_sync_live import create_by_hand
-from .upstream import Upstream, silent_address, upstreams
 
 
 def chat(proxy: Proxy, model: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from sync.progress import ProgressWriter
+from sync.live.progress import ProgressWriter
 
 
 class Clock:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from sync.litellm import LiteLLMClient
-from sync.render import route_id
+from sync.core.render import route_id
+from sync.live.client import LiteLLMClient
 
-from .faultproxy import Fault, FaultProxy
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.faultproxy import Fault, FaultProxy
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
 from .test_onboarding_live import cleaned, env
 
 ADDRESS = "http://127.0.0.1:9/v1"  # never asked: nothing here sends a request through a route

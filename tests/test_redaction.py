@@ -15,11 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.compare import ABSENT
-from sync.fleet import fleet_from_doc
-from sync.litellm import parse_route
-from sync.plan import Plan, Withheld, make_plan
-from sync.redaction import (
+from sync.core.compare import ABSENT
+from sync.core.plan import Plan, Withheld, make_plan
+from sync.core.render import render
+from sync.fleet.model import fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.live.client import parse_route
+from sync.report.formats import plan_markdown, plan_text
+from sync.report.redaction import (
     HIDDEN_CREDENTIAL,
     HIDDEN_DIFFERS,
     HIDDEN_SHAPE,
@@ -32,10 +35,7 @@ from sync.redaction import (
     plan_json,
     shown_path,
 )
-from sync.render import render
-from sync.report import plan_markdown, plan_text
-from sync.scrub import MASK, ScrubbedStream, Scrubber, session
-from sync.yamlmarks import parse_yaml
+from sync.secrets.scrub import MASK, ScrubbedStream, Scrubber, session
 
 MASTER = "sk-master-0123456789abcdef"
 REF = "os.environ/LITELLM_MASTER_KEY"

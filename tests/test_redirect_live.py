@@ -4,9 +4,9 @@ repairs it, on the real proxy (matrix: in place from 1.109, a replacement before
 Found by the outside attack (a15): `PATCH litellm_params: {base_url: <another upstream>}` on a
 route fleet-sync manages moved all its traffic, and the key LiteLLM resolves for it, to an
 address fleet-sync never probes or shows, and `drift` saw nothing ("live keys fleet.yaml never
-set are not compared"). Keys that redirect a route (sync/redirects.py) are now always compared.
-Attack c (F1): a hand-added `mock_response` answered every request itself, the upstream saw
-none, and plan said "No changes"; it is one of those keys now.
+set are not compared"). Keys that redirect a route (sync/litellm/redirects.py) are now always
+compared. Attack c (F1): a hand-added `mock_response` answered every request itself, the upstream
+saw none, and plan said "No changes"; it is one of those keys now.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from sync.render import route_id
+from sync.core.render import route_id
 
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
+from .support.upstream import Upstream
 from .test_probe_live import chat
-from .upstream import Upstream
 
 
 @pytest.mark.litellm_matrix

@@ -7,7 +7,7 @@ import tomllib
 
 from sync import __version__
 
-from .proxyharness import REPO
+from .support.proxyharness import REPO
 
 
 def test_the_version_has_one_source_and_every_mention_follows_it() -> None:

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.fleet import Fleet, load_fleet
-from sync.render import TAG_DIGEST, TAG_PATHS, Route, render, render_config
+from sync.core.render import TAG_DIGEST, TAG_PATHS, Route, render, render_config
+from sync.fleet.model import Fleet, load_fleet
 
-from .proxyharness import crashed
+from .support.proxyharness import crashed
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES_DIR = ROOT / "tests" / "cases" / "render"

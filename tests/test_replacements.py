@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import yaml
 
-from sync.apply import apply_plan
-from sync.litellm import LiteLLMClient, parse_route
-from sync.plan import Create, Delete, make_plan
-from sync.render import TAG_DIGEST, TAG_PATHS, Route, with_generation
-from sync.safety import refusals
+from sync.core.plan import Create, Delete, make_plan
+from sync.core.render import TAG_DIGEST, TAG_PATHS, Route, with_generation
+from sync.core.safety import refusals
+from sync.live.apply import apply_plan
+from sync.live.client import LiteLLMClient, parse_route
 
 from .test_plan_cases import plan_for, rendered
 

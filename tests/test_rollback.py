@@ -1,4 +1,4 @@
-"""An update LiteLLM stored but its router did not load (sync/rollback.py), on plain data: how
+"""An update LiteLLM stored but its router did not load (sync/live/rollback.py), on plain data: how
 apply tells it (every pod still lists the previous values) and what it can write back (only
 values it can read as stored). The real proxy: tests/test_provider_typo_live.py."""
 
@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from sync.litellm import parse_route
-from sync.plan import Update, make_plan
-from sync.render import Route
-from sync.rollback import Restore, restore, still_previous
+from sync.core.plan import Update, make_plan
+from sync.core.render import Route
+from sync.live.client import parse_route
+from sync.live.rollback import Restore, restore, still_previous
 
 from .test_plan_cases import rendered
 

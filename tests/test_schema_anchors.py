@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from sync.fleet import SCHEMA_PATH
+from sync.fleet.model import SCHEMA_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 # A value each pattern must accept, by the schema path of the pattern.
@@ -58,7 +58,7 @@ def test_pattern_refuses_what_follows_a_valid_value(where: str, tail: str) -> No
 
 
 def test_the_package_ships_the_published_schema() -> None:
-    """sync/fleet.schema.json (what validate reads) is the published schema itself."""
+    """sync/fleet/fleet.schema.json (what validate reads) is the published schema itself."""
     assert json.loads(SCHEMA_PATH.read_text(encoding="utf-8")) == SCHEMA
 
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from sync.fleet_edit import HostEdit, edit_host
-from sync.problems import FleetError
+from sync.edit.writer import HostEdit, edit_host
+from sync.fleet.problems import FleetError
 
-from .proxyharness import fleet_sync
+from .support.proxyharness import fleet_sync
 
 CASES_DIR = Path(__file__).parent / "cases" / "set_host"
 EXPECTED = CASES_DIR / "expected"

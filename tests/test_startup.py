@@ -12,17 +12,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("httpx", "git", "jsonschema", "yaml", "ruamel", "sync.plan", "sync.apply")
+HEAVY = ("httpx", "git", "jsonschema", "yaml", "ruamel", "sync.core.plan", "sync.live.apply")
 # What each command may not import, beyond what --version may not.
 NOT_FOR = {
     ("--version",): HEAVY,
     ("--help",): HEAVY,
-    ("validate", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "sync.apply"),
-    ("render", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "sync.apply"),
+    ("validate", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "sync.live.apply"),
+    ("render", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "sync.live.apply"),
 }
 PROBE = """
 import json, sys
-from sync.cli import main
+from sync.commands.main import main
 try:
     main(sys.argv[1:])
 except SystemExit as exc:
@@ -57,4 +57,4 @@ def test_command_leaves_heavy_modules_unimported(args: tuple[str, ...]) -> None:
 def test_the_check_sees_an_import() -> None:
     """The probe does see what a command imports (the check above can fail)."""
     _, modules = loaded_by(("validate", "-f", "fleet.yaml"))
-    assert {"jsonschema", "yaml", "sync.fleet"} <= modules
+    assert {"jsonschema", "yaml", "sync.fleet.model"} <= modules

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from sync.render import route_id
-from sync.versions import LiteLLMRelease
+from sync.core.render import route_id
+from sync.litellm.releases import LiteLLMRelease
 
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
 
 pytestmark = pytest.mark.litellm_matrix
 OLD = "http://216.243.220.245:16643/v1"

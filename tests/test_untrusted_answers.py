@@ -1,8 +1,9 @@
-"""JSON fleet-sync did not write goes through one bounded parser (sync/untrusted_json.py), and every
-request to a host or through the proxy has a total deadline (sync/bounded_http.py): a probed host,
-the proxy answering apply --verify, or a saved plan file that answers with nesting past any
-parser, more than any cap, or bytes that trickle ends in that one verdict or a one-line error,
-never a traceback or a hang (issue 15). Upstreams are on 127.0.0.1 (tests/upstream.py)."""
+"""JSON fleet-sync did not write goes through one bounded parser (sync/untrusted/json_parser.py),
+and every request to a host or through the proxy has a total deadline
+(sync/untrusted/bounded_http.py): a probed host, the proxy answering apply --verify, or a saved plan
+file that answers with nesting past any parser, more than any cap, or bytes that trickle ends in
+that one verdict or a one-line error, never a traceback or a hang (issue 15). Upstreams are on
+127.0.0.1 (tests/support/upstream.py)."""
 
 from __future__ import annotations
 
@@ -13,19 +14,19 @@ import httpx
 import pytest
 import yaml
 
-from sync.cli_common import Exit
-from sync.cli_saved import read_saved
-from sync.fleet import Fleet, fleet_from_doc
-from sync.health import listed_models
-from sync.keytrust import FLEET_ITSELF
-from sync.litellm_errors import error_message
-from sync.probe import BODY_CAP, NeedsKey, ask, probe_fleet
-from sync.render import Route, route_id
-from sync.untrusted_json import parse_json
-from sync.verify import verify_groups
-from sync.yamlmarks import parse_yaml
+from sync.commands.common import Exit
+from sync.commands.saved_plan import read_saved
+from sync.core.health import listed_models
+from sync.core.keytrust import FLEET_ITSELF
+from sync.core.render import Route, route_id
+from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.live.errors import error_message
+from sync.live.probe import BODY_CAP, NeedsKey, ask, probe_fleet
+from sync.live.verify import verify_groups
+from sync.untrusted.json_parser import parse_json
 
-from .upstream import Trickle, Upstream, hostile
+from .support.upstream import Trickle, Upstream, hostile
 
 DEEP = b"[" * 200_000  # ~200 KB, far under every cap: json.loads raises RecursionError
 NESTED = json.dumps({"data": [{"id": "m", "x": json.loads("[" * 70 + "]" * 70)}]}).encode()
@@ -170,7 +171,7 @@ def test_a_saved_plan_that_is_not_one_is_a_one_line_error(
     assert error(listed).endswith("(it has no hash and fleet strings)")
     assert "cannot read the saved plan (No such file or directory)" in error(tmp_path / "none")
 
-    monkeypatch.setattr("sync.cli_saved.SAVED_PLAN_MAX_BYTES", 1024)
+    monkeypatch.setattr("sync.commands.saved_plan.SAVED_PLAN_MAX_BYTES", 1024)
     assert error(Path("/dev/zero")).endswith("(the file is larger than 1 KiB)")
     (tmp_path / "plan.json").write_text(json.dumps({"hash": "sha256:x", "fleet": "f1"}))
     saved = read_saved(tmp_path / "plan.json")

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.cli import main
-from sync.credentials import written_out
-from sync.fleet import address_problem, load_fleet, schema
-from sync.problems import FleetError, Problem
-from sync.render import render
+from sync.commands.main import main
+from sync.core.render import render
+from sync.fleet.model import address_problem, load_fleet, schema
+from sync.fleet.problems import FleetError, Problem
+from sync.secrets.credentials import written_out
 
-from .proxyharness import crashed
+from .support.proxyharness import crashed
 from .test_credentials import MUST_PASS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,9 +5,9 @@ stored the row, but its database layer keeps integers only in -2^63..2^64-1 and 
 back as a float, which the router's reload (LiteLLM_Params.model_validate, in one loop over
 every row) refuses: from then on no route change on the proxy took effect, for every fleet, and
 LiteLLM's /model/delete could not remove the row. validate now refuses every integer outside
-that range (sync/convergence.py). Here: the bounds, applied by fleet-sync, load and read back
-exactly; one past a bound, created directly, is stored and stops the reload of every route (then
-removed with SQL, the only way out); elsewhere it comes back as a float. Nesting at the limit
+that range (sync/litellm/convergence.py). Here: the bounds, applied by fleet-sync, load and read
+back exactly; one past a bound, created directly, is stored and stops the reload of every route
+(then removed with SQL, the only way out); elsewhere it comes back as a float. Nesting at the limit
 and a route near the size limit go through apply and read back too.
 """
 
@@ -24,13 +24,13 @@ import httpx
 import pytest
 import yaml
 
-from sync.convergence import INT_MAX, INT_MIN, MAX_DEPTH, MAX_ROUTE_BYTES
-from sync.fleet import load_fleet
-from sync.problems import FleetError
-from sync.render import route_id
+from sync.core.render import route_id
+from sync.fleet.model import load_fleet
+from sync.fleet.problems import FleetError
+from sync.litellm.convergence import INT_MAX, INT_MIN, MAX_DEPTH, MAX_ROUTE_BYTES
 
-from .proxyharness import Proxy, database_url, fleet_sync
-from .upstream import silent_address
+from .support.proxyharness import Proxy, database_url, fleet_sync
+from .support.upstream import silent_address
 
 
 def nested(levels: int) -> Any:

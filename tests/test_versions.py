@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from sync.fleet import fleet_from_doc
-from sync.plan import Plan, make_plan
-from sync.render import render
-from sync.report import plan_markdown, plan_text, pr_markdown
-from sync.versions import TESTED, TESTED_RANGE, LiteLLMRelease, parse
-from sync.yamlmarks import parse_yaml
+from sync.core.plan import Plan, make_plan
+from sync.core.render import render
+from sync.fleet.model import fleet_from_doc
+from sync.fleet.yamlmarks import parse_yaml
+from sync.litellm.releases import TESTED, TESTED_RANGE, LiteLLMRelease, parse
+from sync.report.formats import plan_markdown, plan_text, pr_markdown
 
 
 @pytest.mark.parametrize(

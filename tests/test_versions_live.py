@@ -9,13 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from sync.litellm import LiteLLMClient, classify
-from sync.render import route_id
-from sync.versions import TESTED_RANGE, LiteLLMRelease
+from sync.core.render import route_id
+from sync.litellm.releases import TESTED_RANGE, LiteLLMRelease
+from sync.live.client import LiteLLMClient, classify
 
-from .faultproxy import Fault, FaultProxy
-from .litellm_answers import CASES_DIR, Case, client, existing_route, expected, proxy_cases, send
-from .proxyharness import Proxy, fleet_sync, write_fleet
+from .support.faultproxy import Fault, FaultProxy
+from .support.litellm_answers import (
+    CASES_DIR,
+    Case,
+    client,
+    existing_route,
+    expected,
+    proxy_cases,
+    send,
+)
+from .support.proxyharness import Proxy, fleet_sync, write_fleet
 
 pytestmark = pytest.mark.litellm_matrix
 OLD = "http://216.243.220.245:16643/v1"
@@ -50,7 +58,7 @@ def test_plans_say_which_litellm_they_were_made_against(
 def test_real_error_answers_classify_as_captured(proxy: Proxy, fleet_name: str) -> None:
     """Each error this proxy gives to fleet-sync's requests has the class the unit tests pin
     for it, and the status recorded in tests/cases/litellm/<version>.json (recapture there
-    when LiteLLM changes: python -m tests.litellm_answers)."""
+    when LiteLLM changes: python -m tests.support.litellm_answers)."""
     version = proxy.litellm_version()
     existing = f"{fleet_name}-a"
     path = CASES_DIR / f"{version}.json"

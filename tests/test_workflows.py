@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import yaml
 
-from .actionrunner import JobRun, Runner
+from .support.actionrunner import JobRun, Runner
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = ROOT / ".github" / "workflows"

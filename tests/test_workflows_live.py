@@ -1,8 +1,8 @@
 """The GitOps loop as GitHub runs it. Each workflow's job, this repository's own (`uses: ./`) and
 the example config repository's (`uses: fleet-sync-dev/fleet-sync@v1`), goes through the
-action's composite steps under bash as tests/actionrunner.py runs them: fleet-sync installed from
-the action's own checkout into a fresh virtualenv (not editable, not the caller's tree), the real
-LiteLLM, the fake GitHub. The plan and drift jobs get only a read-only key made through the
+action's composite steps under bash as tests/support/actionrunner.py runs them: fleet-sync installed
+from the action's own checkout into a fresh virtualenv (not editable, not the caller's tree), the
+real LiteLLM, the fake GitHub. The plan and drift jobs get only a read-only key made through the
 proxy's key API; the write key is an environment secret only the apply job can read."""
 
 from __future__ import annotations
@@ -17,12 +17,12 @@ import git
 import pytest
 import yaml
 
-from sync.render import route_id
+from sync.core.render import route_id
 
-from .actionrunner import JobRun, Runner
-from .fake_github import FakeGitHub
-from .keys import read_only_key
-from .proxyharness import Proxy, crashed, write_fleet
+from .support.actionrunner import JobRun, Runner
+from .support.fake_github import FakeGitHub
+from .support.keys import read_only_key
+from .support.proxyharness import Proxy, crashed, write_fleet
 from .test_workflows import INSTALL, SETS, path_of
 
 OLD = "http://216.243.220.245:16643/v1"
@@ -146,7 +146,7 @@ def test_plan_apply_drift_jobs_run_as_on_github(
     # fleet-sync came from the action's checkout, installed as a package (no editable link).
     venv = Path(installed[INSTALL]["python"]).parent.parent
     site = next(venv.glob("lib/python*/site-packages"))
-    assert (site / "sync" / "fleet.schema.json").is_file()
+    assert (site / "sync" / "fleet" / "fleet.schema.json").is_file()
     assert not list(site.glob("__editable__*")) and not list(site.glob("*fleet_sync*.pth"))
 
     # A fork's pull request gets no secrets: validated, plan skipped, the summary says why.

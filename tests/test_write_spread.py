@@ -9,10 +9,10 @@ import threading
 
 import httpx
 
-from sync.apply import apply_plan
-from sync.litellm import LiteLLMClient
-from sync.plan import Create, Plan
-from sync.render import Route
+from sync.core.plan import Create, Plan
+from sync.core.render import Route
+from sync.live.apply import apply_plan
+from sync.live.client import LiteLLMClient
 
 PODS = ["http://127.0.0.1:4001", "http://127.0.0.1:4002"]
 

@@ -10,9 +10,9 @@ import pytest
 import yaml
 
 from benchmarks.synthetic import fleet_text
-from sync import yamlmarks
-from sync.problems import FleetError
-from sync.yamlmarks import YamlDoc, parse_yaml
+from sync.fleet import yamlmarks
+from sync.fleet.problems import FleetError
+from sync.fleet.yamlmarks import YamlDoc, parse_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = [*sorted((ROOT / "tests" / "cases" / "invalid").glob("*.yaml")), ROOT / "fleet.yaml"]
@@ -100,7 +100,7 @@ def test_mistyped_files_read_the_same_either_way(monkeypatch: pytest.MonkeyPatch
 
 
 def test_the_scrub_reads_as_much_of_fleet_yaml_as_the_loader_accepts() -> None:
-    from sync import scrub
+    from sync.secrets import scrub
 
     assert scrub.FLEET_READ_LIMIT == yamlmarks.MAX_BYTES
 

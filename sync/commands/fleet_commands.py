@@ -1,0 +1,74 @@
+"""validate and render: the commands that read fleet.yaml only, never the proxy."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from sync.commands.common import EXIT_ERROR, Exit, fleet_option, format_option, read_fleet
+from sync.secrets import scrub
+
+
+@click.command()
+@fleet_option
+@click.argument("more_files", nargs=-1, type=click.Path(path_type=Path))
+@format_option("text", "github", "json", help="github prints ::error annotations on the lines.")
+def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
+    """Check fleet.yaml against the schema and the semantic rules; every problem, located.
+
+    FILES, when given, are validated instead of -f (pre-commit passes changed files so).
+    """
+    from sync.core.render import render
+    from sync.fleet.model import load_fleet
+    from sync.fleet.problems import FleetError, Problem
+    from sync.report.formats import problems_github, problems_text, to_json
+
+    files = [*more_files] or [fleet_file]
+    problems: list[Problem] = []
+    valid: list[str] = []
+    for path in files:
+        scrub.active().remember_fleet(path, os.environ)
+        try:
+            fleet = load_fleet(path, str(path))
+        except FleetError as exc:
+            problems.extend(exc.problems)
+            continue
+        valid.append(
+            f"{path}: valid (fleet {fleet.name}: {len(fleet.models)} models, "
+            f"{len(render(fleet))} routes)"
+        )
+    if fmt == "json":
+        body = {"valid": not problems, "problems": [p.as_dict() for p in problems]}
+        click.echo(to_json(body), nl=False)
+    elif fmt == "github":
+        # The one output whose lines are meant as workflow commands: the final scrub lets
+        # these through (every other line starting with `::` is shown, not run).
+        scrub.write_annotations(problems_github(problems))
+        click.echo("".join(f"{line}\n" for line in valid), nl=False)
+    else:
+        click.echo(problems_text(problems), nl=False)
+        click.echo("".join(f"{line}\n" for line in valid), nl=False)
+    if problems:
+        click.echo(f"{len(problems)} problem(s)", err=True)
+        raise Exit(EXIT_ERROR)
+
+
+@click.command(name="render")
+@fleet_option
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the config.yaml fragment here instead of stdout.",
+)
+def render_command(fleet_file: Path, output: Path | None) -> None:
+    """Print the LiteLLM config.yaml fragment ({model_list: [...]}) fleet.yaml means."""
+    from sync.core.render import render, render_config
+
+    text = render_config(render(read_fleet(fleet_file)))
+    if output:
+        scrub.write_text(output, text)
+    else:
+        click.echo(text, nl=False)

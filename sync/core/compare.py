@@ -1,0 +1,201 @@
+"""Desired and live compared in one space: the paths fleet.yaml sets, plus the paths fleet-sync
+wrote earlier (so a removal is seen). Each path is either read back and compared after LiteLLM's
+coercion, or, where LiteLLM masks or resolves the value, compared through the digest fleet-sync
+recorded when it wrote it (TAG_PATHS). A live value at such a path is never put in a change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from sync.core.render import READ, TAG_PATHS, TAGS, Route, value_digest
+from sync.litellm.normalise import SECTIONS, Path, leaves, readable, same
+from sync.litellm.redirects import provider_of, redirecting
+from sync.secrets.credentials import is_reference
+
+ABSENT = "(absent)"
+# Shown instead of a value LiteLLM masks or resolves on read (the live value is never shown).
+UNREADABLE = "(not shown: LiteLLM masks or resolves it)"
+Checked = Literal["read", "digest"]
+OWN_ADDRESS: tuple[Path, ...] = (("litellm_params", "model"), ("litellm_params", "api_base"))
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    path: str  # e.g. "litellm_params.api_base"
+    before: Any  # ABSENT when the key is missing on the live route; UNREADABLE when hidden
+    after: Any  # ABSENT when fleet.yaml no longer sets it
+    checked: Checked = "read"  # "digest": LiteLLM hides the live value; the record decided
+    parts: Path = ()  # the path as keys (a key may hold a dot); () for model_name
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "before": self.before,
+            "after": self.after,
+            "checked": self.checked,
+        }
+
+
+def _change(path: Path, before: Any, after: Any, checked: Checked = "read") -> FieldChange:
+    return FieldChange(".".join(path), before, after, checked, path)
+
+
+def _leaves(route: Route) -> dict[Path, Any]:
+    """The route's leaves, fleet-sync's record of paths left out (the digest covers it). A null
+    is no value: LiteLLM lists ~200 null cost-map fields, and fleet.yaml may not set null."""
+    out: dict[Path, Any] = {}
+    for section in SECTIONS:
+        values = route.litellm_params if section == "litellm_params" else route.model_info
+        out.update(
+            (p, v)
+            for p, v in leaves(section, values)
+            if v is not None and p[:2] != ("model_info", TAG_PATHS)
+        )
+    return out
+
+
+def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
+    return tuple(sorted(_changes(live, desired), key=lambda c: c.path))
+
+
+def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
+    want = _leaves(desired)
+    # fleet-sync's own tags are always compared: a tag the route carries and this run does not
+    # write (another source's, taken over by a run without one) must go too. So are the keys
+    # that send the route's requests elsewhere than its api_base (sync/litellm/redirects.py),
+    # whoever set them: fleet.yaml cannot, so a live one is always drift, to remove.
+    provider = provider_of(desired.litellm_params.get("model"))
+    redirects = redirecting(live.litellm_params, provider)
+    tops = (
+        {p[:2] for p in want}
+        | {("model_info", tag) for tag in TAGS}
+        | {("litellm_params", key) for key in redirects}
+    )
+    every = _leaves(live)
+    # Live leaves under the top-level keys fleet.yaml sets; LiteLLM's own keys elsewhere are
+    # not fleet-sync's to compare.
+    have = {p: v for p, v in every.items() if p[:2] in tops}
+    record = live.written
+    hidden = {p for p, marker in (record or {}).items() if marker != READ}
+    if live.model_name != desired.model_name:
+        yield FieldChange("model_name", live.model_name, desired.model_name)
+    for path, value in want.items():
+        if not readable(path, value):
+            if _listed_away(path, value, every, record):
+                # LiteLLM lists a masked or nested value (masked), so a missing one was taken
+                # away by hand: an auth header must not vanish unseen.
+                yield _change(path, ABSENT, value)
+            elif record is None or record.get(path) != value_digest(value):
+                unknown = record is None or path in record or path in every
+                yield _change(path, UNREADABLE if unknown else ABSENT, value, "digest")
+        elif path not in have:
+            yield _change(path, ABSENT, value)
+        elif not same(value, have[path]):
+            # Written as a reference before: the live value is LiteLLM's resolution of it.
+            yield _change(path, UNREADABLE if path in hidden else have[path], value)
+    for path, value in have.items():
+        if path not in want:
+            yield _gone(path, value, path in hidden)
+    for path in (record or {}).keys() - want.keys() - have.keys():
+        # Written earlier, under a top-level key fleet.yaml no longer sets.
+        if path in hidden:
+            yield _change(path, UNREADABLE, ABSENT, "digest")  # api_key is never listed
+        elif path in every:
+            yield _gone(path, every[path], False)
+
+
+def _listed_away(
+    path: Path, value: Any, every: dict[Path, Any], record: dict[Path, str] | None
+) -> bool:
+    """A path fleet-sync wrote that LiteLLM would list (masked) but does not. A top-level
+    reference is the exception: LiteLLM drops one it cannot resolve in its environment (and
+    never lists api_key), so its absence proves nothing."""
+    written = record is not None and path in record
+    top_reference = len(path) == 2 and is_reference(value)
+    return written and path not in every and not top_reference
+
+
+def _gone(path: Path, value: Any, written_hidden: bool) -> FieldChange:
+    """A live leaf fleet.yaml does not set, its value shown only when it is readable."""
+    if written_hidden or not readable(path, value):
+        return _change(path, UNREADABLE, ABSENT, "digest")
+    return _change(path, value, ABSENT)
+
+
+def removed_keys(changes: Iterable[FieldChange], desired: Route) -> tuple[str, ...]:
+    """The top-level keys among these changes that fleet.yaml no longer sets at all. PATCH
+    merges top-level keys and no LiteLLM release from 1.98 to 1.110 removes every kind in place
+    (model_info keys on none, litellm_params keys from 1.110 only), so removing one replaces
+    the route."""
+    gone = {c.parts[:2] for c in changes if c.after == ABSENT}
+    if not gone:  # the common case, without walking the desired route again
+        return ()
+    tops = {p[:2] for p in _leaves(desired)}
+    return tuple(sorted(".".join(p) for p in gone - tops))
+
+
+def shown(route: Route) -> dict[str, Any]:
+    """A desired route as plans show it: what is written, without the record of paths."""
+    return {
+        "model_name": route.model_name,
+        "litellm_params": dict(route.litellm_params),
+        "model_info": {k: v for k, v in route.model_info.items() if k != TAG_PATHS},
+    }
+
+
+def update_before(live: Route, desired: Route, changes: Iterable[FieldChange]) -> dict[str, Any]:
+    """The live side of an update as plans show it: the desired route with each changed path
+    at its live side (already UNREADABLE where LiteLLM masks or resolves it)."""
+    out = shown(desired)
+    for change in changes:
+        if change.parts:
+            _put(out, change.parts, change.before)
+    out["model_name"] = live.model_name
+    return out
+
+
+def prune_before(live: Route, replacement: Route | None = None) -> dict[str, Any]:
+    """A route to prune as plans show it: the paths fleet-sync recorded writing (readable ones
+    with their live value). For a route it did not write: the paths of the route replacing it,
+    or else only its model and address (LiteLLM's own keys cannot be told from the rest)."""
+    values = _leaves(live)
+    record = live.written
+    keep: dict[Path, Any] = {("model_info", "id"): live.id}
+    keep.update((p, v) for p, v in values.items() if p[0] == "model_info" and p[1] in TAGS)
+    if record is None and replacement is not None:
+        record = {
+            p: READ if readable(p, v) else "hidden"
+            for p, v in _leaves(replacement).items()
+            if p[0] == "litellm_params" or (p[1] != "id" and p[1] not in TAGS)
+        }
+    elif record is None:
+        keep.update((p, values[p]) for p in OWN_ADDRESS if isinstance(values.get(p), str))
+    for path, marker in (record or {}).items():
+        if marker != READ:
+            keep[path] = UNREADABLE
+        elif path in values:
+            keep[path] = values[path] if readable(path, values[path]) else UNREADABLE
+    out: dict[str, Any] = {"model_name": live.model_name, "litellm_params": {}, "model_info": {}}
+    for path, value in sorted(keep.items()):
+        _put(out, path, value)
+    return out
+
+
+def _put(tree: dict[str, Any], path: Path, value: Any) -> None:
+    """Set (or, for ABSENT, remove) the value at a path, making mappings on the way."""
+    node = tree
+    for key in path[:-1]:
+        child = node.get(key)
+        if not isinstance(child, dict):
+            if value == ABSENT:
+                return
+            child = {}
+        node[key] = child = dict(child)
+        node = child
+    if value == ABSENT:
+        node.pop(path[-1], None)
+    else:
+        node[path[-1]] = value

@@ -1,0 +1,160 @@
+"""Guards that refuse a destructive or surprising plan unless --force is given (exit 3)."""
+
+from __future__ import annotations
+
+from sync.core.plan import Create, Delete, Plan, Update
+from sync.fleet.model import normalise_address
+from sync.litellm.redirects import REDIRECTS
+
+MIN_OWNED_FOR_PERCENT = 10
+
+
+def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
+    """Why this plan must not run without --force; empty when it is safe."""
+    reasons: list[str] = []
+    prunes = [c for c in plan.changes if isinstance(c, Delete) and c.prune]
+    if prunes and plan.desired_count == 0:
+        reasons.append(
+            f"fleet.yaml renders no routes but the plan prunes all {len(prunes)} the fleet owns; "
+            "if that is intended, --force required"
+        )
+    elif plan.owned_live >= MIN_OWNED_FOR_PERCENT and prunes:
+        percent = 100.0 * len(prunes) / plan.owned_live
+        if percent > max_prune_percent:
+            reasons.append(
+                f"the plan prunes {len(prunes)} of the {plan.owned_live} routes the fleet owns "
+                f"({percent:.0f}% > safety.max_prune_percent {max_prune_percent:g}%); "
+                "review it, then --force required"
+            )
+    # Only what the router lists serves: a stored row it does not list counts for nothing, and
+    # an update of such a row (the repair) counts like a create. Apply deletes a group's routes
+    # only once its creates and updates are listed by the router.
+    after = dict(plan.live_groups)
+    for change in plan.changes:
+        if isinstance(change, Create) or (isinstance(change, Update) and not change.listed):
+            after[change.model_name] = after.get(change.model_name, 0) + 1
+        elif isinstance(change, Delete) and change.listed:
+            after[change.model_name] = after.get(change.model_name, 0) - 1
+        elif isinstance(change, Update) and change.before.model_name != change.model_name:
+            # The update moves a serving route from the group it sits in to its own.
+            after[change.before.model_name] = after.get(change.before.model_name, 0) - 1
+            after[change.model_name] = after.get(change.model_name, 0) + 1
+    for model in sorted(plan.declared_models):
+        pruned = [c for c in prunes if c.model_name == model and c.listed]
+        if pruned and after.get(model, 0) <= 0:
+            reasons.append(
+                f"model {model} would be left with no routes while fleet.yaml still declares it "
+                f"({len(pruned)} pruned); enable a host, or --force required"
+            )
+    reasons += unseen_keys(plan) + foreign_duplicates(plan) + foreign_prunes(plan)
+    for conflict in plan.conflicts:
+        reasons.append(
+            f"{conflict.desired.model_name} host {conflict.desired.host}: id {conflict.id} is "
+            f"held by a route this fleet does not own ({conflict.reason}); it is left alone and "
+            "the host gets no route; remove or rename that route (or this host), or --force "
+            "required to apply the rest"
+        )
+    return tuple(reasons)
+
+
+def unseen_keys(plan: Plan) -> list[str]:
+    """A replacement of a route fleet-sync did not create (it kept LiteLLM's id when the fleet
+    adopted it) would lose whatever it holds that LiteLLM never lists: nothing read from the
+    proxy can carry it to the new route. (A route fleet-sync created holds such a key only if a
+    person set it by hand: the plan names it, and the rails let it pass.)"""
+    removing = {c.id: c.removes for c in plan.changes if isinstance(c, Delete) and c.removes}
+    out = []
+    for create in plan.changes:
+        if not isinstance(create, Create) or not create.replaces:
+            continue
+        if not create.foreign or not create.may_drop:
+            continue  # fleet-sync created the old route: the plan names what it may drop
+        keys = removing.get(create.replaces, ())
+        removes = ", ".join(keys) or "what fleet.yaml removed"
+        redirects = [k for k in keys if k.removeprefix("litellm_params.") in REDIRECTS]
+        # fleet.yaml cannot keep a key that sends requests elsewhere (validate refuses it).
+        keep = (
+            f"{', '.join(redirects)} sends the route's requests elsewhere than its api_base and "
+            "must go; "
+            if redirects
+            else f"keep {removes} in fleet.yaml, or "
+        )
+        out.append(
+            f"{create.model_name} host {create.host}: replacing route {create.replaces} to "
+            f"remove {removes} may lose what LiteLLM never lists ({', '.join(create.may_drop)}): "
+            "fleet-sync did not create that route, so it may hold them unseen, and the new "
+            f"route cannot carry them; {keep}on LiteLLM >= 1.109 apply removes a litellm_params "
+            "key in place; or set api_key (and any other such key the host needs) in "
+            "fleet.yaml, then --force required"
+        )
+    return out
+
+
+def foreign_duplicates(plan: Plan) -> list[str]:
+    """The delete of a route fleet-sync did not create while its host keeps serving through
+    another route: it may hold the only api_key that works (LiteLLM retries a 401 on the host's
+    other route, so both seem to serve), and which one holds it no read of the proxy can tell,
+    so the choice is left to a person."""
+    serving = {r.id: r for r in plan.serving}
+    out = []
+    for delete in plan.changes:
+        if not isinstance(delete, Delete) or not delete.may_drop or not delete.replaced_by:
+            continue
+        kept = delete.replaced_by
+        host = serving[kept].host if kept in serving else delete.host
+        out.append(
+            f"{delete.model_name} host {host}: route {delete.id} would be deleted as a duplicate "
+            f"while route {kept} serves the host; fleet-sync did not create {delete.id}, so it "
+            f"may hold what LiteLLM never lists ({', '.join(delete.may_drop)}): perhaps the only "
+            "api_key that works, which no read of the proxy can tell and nothing can take over; "
+            f"delete the wrong one of {delete.id} and {kept} by hand (the plan then keeps the "
+            "other), or --force required"
+        )
+    return out
+
+
+def foreign_prunes(plan: Plan) -> list[str]:
+    """The prune of a serving route fleet-sync did not create, its host not drained, while the
+    plan creates a route at its address or in its model group: the same upstream, or its
+    successor, most likely needs what the old route holds unseen (its api_key), and nothing
+    read from the proxy can carry it to the new route. A model renamed, or a host renamed and
+    moved in one edit, looks exactly like that (outside attack c, F2: the portal's key went
+    with the old route, every request to the new one failed 401, and apply ran without a
+    refusal)."""
+    creates = [c for c in plan.changes if isinstance(c, Create)]
+    out = []
+    for delete in plan.changes:
+        if not isinstance(delete, Delete) or not delete.prune or not delete.may_drop:
+            continue
+        if not delete.listed or delete.drained:
+            continue  # it serves nobody, or fleet.yaml drains its host on purpose
+        address = _address(delete.route.litellm_params.get("api_base"))
+        for create in creates:
+            if (
+                create.model_name != delete.model_name
+                and _address(create.route.litellm_params.get("api_base")) != address
+            ):
+                continue
+            sets = create.route.litellm_params
+            if any(key.removeprefix("litellm_params.") in sets for key in delete.may_drop):
+                continue  # fleet.yaml gives the new route its key: the person chose it
+            where = "in its model" if create.model_name == delete.model_name else "at its address"
+            out.append(
+                f"{delete.model_name} host {delete.host}: route {delete.id} would be pruned "
+                f"while the plan creates {create.model_name} host {create.host} {where}; "
+                f"fleet-sync did not create {delete.id}, so it may hold what LiteLLM never lists "
+                f"({', '.join(delete.may_drop)}), which the new route cannot carry: set api_key "
+                "(and any other such key the host needs) in fleet.yaml, or --force required"
+            )
+            break
+    return out
+
+
+def _address(api_base: object) -> str | None:
+    """One spelling of an address (case of the host, default port, trailing slash)."""
+    if not isinstance(api_base, str):
+        return None
+    try:
+        return normalise_address(api_base)
+    except (KeyError, ValueError):
+        return api_base

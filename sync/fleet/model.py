@@ -1,0 +1,367 @@
+"""fleet.yaml → Fleet: schema and semantic validation with every problem located."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+# Re-exported: set-host, import, the probe and the tests take the address rules from here.
+from sync.fleet.addresses import address_problem as address_problem
+from sync.fleet.addresses import normalise_address as normalise_address
+from sync.fleet.plaintext import address_credential, holds_credential, masked, quote
+from sync.fleet.plaintext import secret_problems as _secret_problems
+from sync.fleet.plaintext import where as _where
+from sync.fleet.problems import FleetError, Problem
+from sync.fleet.text import text_problems
+from sync.fleet.yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
+from sync.litellm.convergence import route_too_large, unconvergeable
+from sync.litellm.redirects import REDIRECTS
+
+SCHEMA_PATH = Path(__file__).with_name("fleet.schema.json")
+# Set by fleet-sync from dedicated fields, so a second spelling in litellm_params is an error.
+RESERVED_PARAMS = {"model": "served_model", "api_base": "the host's api_base", "api_key": "api_key"}
+# Refused at the key (a reserved or redirecting litellm_params key): its value is not judged.
+SET_ELSEWHERE = RESERVED_PARAMS.keys() | REDIRECTS.keys()
+RESERVED_INFO = re.compile(r"^(id|fleet_sync_.*)$")
+DEFAULT_PROVIDER = "hosted_vllm"
+DEFAULT_MAX_PRUNE_PERCENT = 30.0
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    api_base: str
+    enabled: bool
+    provider: str | None
+    api_key: str | None
+    litellm_params: Mapping[str, Any]
+    model_info: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Model:
+    name: str
+    served_model: str
+    provider: str | None
+    api_key: str | None
+    litellm_params: Mapping[str, Any]
+    model_info: Mapping[str, Any]
+    hosts: tuple[Host, ...]
+
+
+@dataclass(frozen=True)
+class Defaults:
+    provider: str
+    api_key: str | None
+    litellm_params: Mapping[str, Any]
+    model_info: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Fleet:
+    name: str
+    owns: str  # "tagged" | "model_groups"
+    defaults: Defaults
+    max_prune_percent: float
+    models: tuple[Model, ...]
+    health: str | None = None  # "probe" | "require": probe hosts on every plan and apply
+    # The repository that writes this fleet's routes (tag fleet_sync_source): fleet.yaml's
+    # source:, else what the command line resolves (GITHUB_REPOSITORY, the git remote).
+    source: str | None = None
+
+    @property
+    def requires_health(self) -> bool:
+        return self.health == "require"
+
+    @property
+    def model_names(self) -> frozenset[str]:
+        return frozenset(m.name for m in self.models)
+
+
+@cache
+def schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    return loaded
+
+
+def load_fleet(path: Path, display: str | None = None) -> Fleet:
+    """Read, validate and build the Fleet; raise FleetError listing every problem."""
+    try:
+        doc = read_yaml(path, display)
+    except FleetError as exc:
+        raise FleetError(masked(exc.problems)) from None
+    return fleet_from_doc(doc, display or str(path))
+
+
+def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
+    problems = list(doc.problems)
+    if not isinstance(doc.data, dict):
+        kind = _type_name(doc.data)
+        problems.append(
+            Problem(
+                file,
+                1,
+                1,
+                f"top level must be a mapping with version, fleet and models, not {kind}",
+            )
+        )
+        raise FleetError(problems)
+    problems.extend(schema_problems(doc.data, doc.marks, file))
+    problems.extend(semantic_problems(doc.data, doc.marks, file))
+    if problems:
+        raise FleetError(masked(problems))
+    return _build(doc.data)
+
+
+def _type_name(value: Any) -> str:
+    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}
+    names.update({int: "an integer", float: "a number", type(None): "null"})
+    return names.get(type(value), type(value).__name__)
+
+
+def schema_problems(data: Any, marks: Marks, file: str) -> Iterator[Problem]:
+    validator = jsonschema.Draft202012Validator(schema())
+    for error in validator.iter_errors(data):
+        yield from _explain(error, marks, file)
+
+
+def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iterator[Problem]:
+    path: JsonPath = tuple(error.absolute_path)
+    where = _where(path)
+    kind = error.validator
+    at = marks.of_value(path)
+    rule: Any = error.schema
+    instance: Any = error.instance
+    expected: Any = error.validator_value
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        allowed = sorted(rule.get("properties", {}))
+        for key in sorted(set(instance) - set(allowed)):
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            fix = f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
+            message = f"{where}: unknown key {quote(key)}{fix}"
+            yield Problem(file, *marks.of_key((*path, key)), message)
+        return
+    if kind == "required":
+        # At the key that names the incomplete mapping (models.x:), else where it starts.
+        missing = [k for k in expected if k not in instance]
+        for key in missing:
+            yield Problem(file, *marks.of_key(path), f"{where}: missing required key {key!r}")
+        return
+    if "propertyNames" in error.absolute_schema_path:
+        # jsonschema reports a bad name with the name as instance and the mapping as path.
+        name: Any = instance
+        yield Problem(
+            file,
+            *marks.of_key((*path, name)),
+            f"{where}: invalid model name {quote(name)} (letters, digits and ._:/@+- "
+            "only, starting with a letter or digit, at most 128)",
+        )
+        return
+    last = path[-1] if path else ""
+    if kind == "const" and last == "version" and isinstance(instance, str):
+        yield Problem(
+            file, *at, f"version: expected the number 1, got the string {quote(instance)}"
+        )
+    elif kind == "const" and last == "version":
+        yield Problem(
+            file,
+            *at,
+            f"unsupported version {json.dumps(instance)}; this fleet-sync reads version 1",
+        )
+    elif kind == "type":
+        yield Problem(
+            file,
+            *at,
+            f"{where}: expected {_expected(expected)}, got {_type_name(instance)}",
+        )
+    elif kind == "pattern" and last == "api_key":
+        # Never echo the value: it may be the secret itself.
+        yield Problem(
+            file,
+            *at,
+            f"{where}: plaintext api keys are refused; write a reference os.environ/NAME "
+            "and set NAME in the proxy's environment",
+        )
+    elif kind == "pattern" and last == "fleet":
+        yield Problem(
+            file, *at, f"fleet: {quote(instance)} must be 1-63 lowercase letters, digits or dashes"
+        )
+    elif kind == "pattern" and last == "source" and len(path) == 1:
+        yield Problem(
+            file,
+            *at,
+            f"source: {quote(instance)} must name a repository like my-org/llm-fleet "
+            "(letters, digits and ._:/@-, at most 200)",
+        )
+    elif kind == "pattern" and last == "name":
+        yield Problem(
+            file,
+            *at,
+            f"{where}: host name {quote(instance)} must be letters, digits, '.', '_' or '-'",
+        )
+    elif kind == "pattern" and last == "provider":
+        yield Problem(
+            file, *at, f"{where}: provider {quote(instance)} must be lowercase like hosted_vllm"
+        )
+    elif kind == "enum":
+        options = ", ".join(str(v) for v in expected)
+        yield Problem(file, *at, f"{where}: {quote(instance)} is not one of: {options}")
+    elif kind in {"minimum", "maximum"}:
+        yield Problem(file, *at, f"{where}: {error.instance!r} must be between 0 and 100")
+    elif kind == "minLength":
+        yield Problem(file, *at, f"{where}: must not be empty")
+    elif holds_credential(instance):
+        yield Problem(file, *at, f"{where}: breaks the schema's {kind!r} rule")
+    else:
+        yield Problem(file, *at, f"{where}: {error.message}")
+
+
+def _expected(value: Any) -> str:
+    names = {"object": "a mapping", "array": "a list", "string": "a string"}
+    names.update({"boolean": "true or false", "number": "a number", "integer": "an integer"})
+    if isinstance(value, list):
+        return " or ".join(names.get(v, str(v)) for v in value)
+    return names.get(value, str(value))
+
+
+def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator[Problem]:
+    """Rules JSON Schema cannot say: addresses, duplicates, secrets, reserved keys."""
+
+    def problem(path: JsonPath, message: str, key: bool = False) -> Problem:
+        return Problem(file, *(marks.of_key(path) if key else marks.of_value(path)), message)
+
+    yield from _secret_problems(data, problem)
+    yield from text_problems(data, problem)
+    defaults = data.get("defaults")
+    if isinstance(defaults, dict):
+        yield from _param_problems(defaults, ("defaults",), problem)
+    models = data.get("models")
+    if not isinstance(models, dict):
+        return
+    for model_name, model in models.items():
+        if not isinstance(model, dict):
+            continue
+        base: JsonPath = ("models", model_name)
+        yield from _param_problems(model, base, problem)
+        hosts = model.get("hosts")
+        if not isinstance(hosts, list):
+            continue
+        names: dict[str, int] = {}
+        bases: dict[str, int] = {}
+        for index, host in enumerate(hosts):
+            if not isinstance(host, dict):
+                continue
+            here: JsonPath = (*base, "hosts", index)
+            yield from _param_problems(host, here, problem)
+            layers = [d for d in (defaults, model, host) if isinstance(d, dict)]
+            if too_large := route_too_large(layers):
+                yield problem(here, f"{_where(here)}: {too_large}")
+            name = host.get("name")
+            if isinstance(name, str):
+                if name in names:
+                    yield problem(
+                        (*here, "name"),
+                        f"{_where(here)}: duplicate host name {quote(name)} in model "
+                        f"{quote(model_name)} (first at hosts[{names[name]}])",
+                    )
+                else:
+                    names[name] = index
+            api_base = host.get("api_base")
+            if not isinstance(api_base, str):
+                continue
+            error = address_credential(api_base) or address_problem(api_base)
+            if error:
+                yield problem((*here, "api_base"), f"{_where(here)}.api_base: {error}")
+                continue
+            normal = normalise_address(api_base)
+            if normal in bases:
+                yield problem(
+                    (*here, "api_base"),
+                    f"{_where(here)}.api_base: same address as hosts[{bases[normal]}] of model "
+                    f"{quote(model_name)}; two routes to one server",
+                )
+            else:
+                bases[normal] = index
+
+
+def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> Iterator[Problem]:
+    params = section.get("litellm_params")
+    if isinstance(params, dict):
+        for key in params:
+            at: JsonPath = (*path, "litellm_params", key)
+            if key in RESERVED_PARAMS:
+                yield problem(
+                    at,
+                    f"{_where(at)}: set by fleet-sync from {RESERVED_PARAMS[key]}; remove it here",
+                    True,
+                )
+            elif key in REDIRECTS:
+                does, fix = REDIRECTS[key]
+                yield problem(at, f"{_where(at)}: {does}; {fix}", True)
+    info = section.get("model_info")
+    if isinstance(info, dict):
+        for key in info:
+            if RESERVED_INFO.match(key):
+                at = (*path, "model_info", key)
+                yield problem(
+                    at, f"{_where(at)}: {quote(key)} is set by fleet-sync; remove it here", True
+                )
+    for name in ("litellm_params", "model_info"):
+        values = section.get(name)
+        if isinstance(values, dict):
+            own = {k: v for k, v in values.items() if k not in SET_ELSEWHERE}
+            if name == "model_info":
+                own = {k: v for k, v in values.items() if not RESERVED_INFO.match(str(k))}
+            for at, why, key in unconvergeable(name, own, (*path, name)):
+                yield problem(at, f"{_where(at)}: {why}", key)
+
+
+def _build(data: dict[str, Any]) -> Fleet:
+    d = data.get("defaults") or {}
+    defaults = Defaults(
+        provider=d.get("provider", DEFAULT_PROVIDER),
+        api_key=d.get("api_key"),
+        litellm_params=d.get("litellm_params") or {},
+        model_info=d.get("model_info") or {},
+    )
+    models = tuple(
+        Model(
+            name=name,
+            served_model=m["served_model"],
+            provider=m.get("provider"),
+            api_key=m.get("api_key"),
+            litellm_params=m.get("litellm_params") or {},
+            model_info=m.get("model_info") or {},
+            hosts=tuple(
+                Host(
+                    name=h["name"],
+                    api_base=h["api_base"],
+                    enabled=h.get("enabled", True),
+                    provider=h.get("provider"),
+                    api_key=h.get("api_key"),
+                    litellm_params=h.get("litellm_params") or {},
+                    model_info=h.get("model_info") or {},
+                )
+                for h in m["hosts"]
+            ),
+        )
+        for name, m in data["models"].items()
+    )
+    safety = data.get("safety") or {}
+    return Fleet(
+        name=data["fleet"],
+        owns=data.get("owns", "tagged"),
+        defaults=defaults,
+        max_prune_percent=float(safety.get("max_prune_percent", DEFAULT_MAX_PRUNE_PERCENT)),
+        models=models,
+        health=data.get("health"),
+        source=data.get("source"),
+    )

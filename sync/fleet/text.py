@@ -1,0 +1,65 @@
+"""Text fleet.yaml may hold: every key and string must be characters UTF-8 can write.
+
+YAML's escapes reach the whole UTF-16 range: `"\ud83d\ude00"` (an emoji written as a JSON-style
+surrogate pair) is read as two lone surrogates, which are not characters. Nothing downstream
+could write them: the digest of a route, the request to LiteLLM (which refuses the JSON), the
+plan, the terminal. validate refuses each such key or string, located, with the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from sync.fleet.plaintext import where
+from sync.fleet.problems import Problem
+from sync.fleet.yamlmarks import JsonPath
+
+ProblemAt = Callable[[JsonPath, str, bool], Problem]
+
+
+def text_problems(data: Any, problem: ProblemAt) -> Iterator[Problem]:
+    """One problem per key or string of the document holding a lone surrogate."""
+    yield from _walk(data, (), problem)
+
+
+def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
+    if isinstance(value, str):
+        if _is_address(at):
+            return  # the address rules name any character that is not printable
+        if why := surrogate(value):
+            yield problem(at, f"{where(at)}: {why}", False)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(key, str) and (why := surrogate(key)):
+                yield problem((*at, key), f"{where(at)}: a key {why}", True)
+            yield from _walk(item, (*at, key), problem)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _walk(item, (*at, index), problem)
+
+
+def surrogate(text: str) -> str | None:
+    """Why a string cannot be written as UTF-8 (a lone surrogate, e.g. from the YAML escape
+    "\\ud83d"), with the fix; None when it can."""
+    for index, char in enumerate(text):
+        code = ord(char)
+        if not 0xD800 <= code <= 0xDFFF:
+            continue
+        pair = text[index : index + 2]
+        if 0xD800 <= code <= 0xDBFF and len(pair) == 2 and 0xDC00 <= ord(pair[1]) <= 0xDFFF:
+            joined = 0x10000 + ((code - 0xD800) << 10) + (ord(pair[1]) - 0xDC00)
+            escape = f"\\U{joined:08X} (U+{joined:04X}, one escape)"
+        else:
+            escape = "its code point as \\U and 8 hex digits (\\U0001F600 for U+1F600)"
+        return (
+            f"holds a lone surrogate (U+{code:04X}, as YAML reads an escape like \\u{code:04x}), "
+            "which is not a character and cannot be written as UTF-8; write the character "
+            f"itself, or {escape} in a double-quoted string"
+        )
+    return None
+
+
+def _is_address(at: JsonPath) -> bool:
+    """A host's api_base: models.M.hosts[i].api_base."""
+    return len(at) == 5 and at[0] == "models" and at[2] == "hosts" and at[4] == "api_base"

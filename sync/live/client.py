@@ -1,0 +1,446 @@
+"""LiteLLM admin API client: paged listing, create, patch, delete; retries. What its answers mean
+is in litellm_errors.py."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from sync.core.render import Route, canonical_json
+from sync.live.access import CHANGED_BY_HEADER, READ_ONLY, changed_by
+from sync.live.answers import listing_page
+from sync.live.errors import ErrorKind as ErrorKind
+from sync.live.errors import ProxyError as ProxyError
+from sync.live.errors import classify as classify
+from sync.live.errors import error_message as error_message
+from sync.secrets.credentials import strip_userinfo
+from sync.secrets.display import printable
+from sync.untrusted.bounded_http import Answer, AnswerLate, AnswerTooLarge, exchange
+from sync.untrusted.json_parser import MAX_JSON_BYTES, parse_json
+
+PAGE_SIZE = 200
+# One page of 200 routes is ~1.7 MB (LiteLLM lists ~8.5 KB per route, mostly null cost fields):
+# 16 MiB leaves room for large model_info while a hostile or broken proxy cannot exhaust memory.
+MAX_BODY_BYTES = MAX_JSON_BYTES
+MAX_GROUP_PAGES = 500  # a model group of 100,000 routes; past that the answer is not believed
+
+
+@dataclass(frozen=True)
+class Retry:
+    attempts: int = 4
+    base_delay: float = 0.25
+    max_delay: float = 4.0
+
+    def delay(self, attempt: int) -> float:
+        delay: float = min(self.max_delay, self.base_delay * 2**attempt)
+        return delay * (0.5 + random.random() / 2)  # jitter: parallel writers do not retry in step
+
+
+class LiteLLMClient:
+    """Each route's writes go to one pod, chosen by its id (spread_writes) or always the first;
+    reads can target any listed pod."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        api_key: str,
+        timeout: float = 20.0,
+        retry: Retry | None = None,
+        transport: httpx.BaseTransport | None = None,
+        changed_by_header: str | None = None,
+        spread_writes: bool = True,
+    ) -> None:
+        if not urls:
+            raise ValueError("at least one proxy URL is needed")
+        self.urls = tuple(u.rstrip("/") for u in urls)
+        self.retry = retry or Retry()
+        self.spread_writes = spread_writes
+        self.timeout = timeout
+        # Sent on writes only: LiteLLM's audit trail names who changed a route.
+        self._write_headers = {CHANGED_BY_HEADER: changed_by_header or changed_by({})}
+        self._http = httpx.Client(
+            headers={"Authorization": f"Bearer {api_key}"},
+            timeout=timeout,
+            transport=transport,
+            limits=httpx.Limits(max_connections=16),
+        )
+
+    @property
+    def write_url(self) -> str:
+        return self.urls[0]
+
+    def pod_for(self, route_id: str) -> str:
+        """The pod that takes every write of this route. Each LiteLLM write reloads the router
+        of the pod that receives it (120-250 ms), so pods take writes in parallel. The choice
+        (rendezvous hashing) depends on the id and the set of pods only, not their order, so
+        every run writes a route to the same pod and an ambiguous write is read back there."""
+        if not self.spread_writes or len(self.urls) == 1:
+            return self.write_url
+        return max(
+            self.urls, key=lambda url: hashlib.sha256(f"{url}\0{route_id}".encode()).digest()
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> LiteLLMClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transport ---------------------------------------------------------------------------
+
+    def _send(self, method: str, url: str, write: bool, **kwargs: Any) -> Any:
+        """One request with retries for transient errors; returns parsed JSON."""
+        last: ProxyError | None = None
+        if write:
+            kwargs["headers"] = self._write_headers
+        for attempt in range(self.retry.attempts):
+            if attempt:
+                time.sleep(self.retry.delay(attempt - 1))
+            where = f"{method} {_path(url)}"
+            # A write whose answer is lost or garbled may well have happened: read back first.
+            unsure = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.BAD_RESPONSE
+            try:
+                answer = self._exchange(method, url, **kwargs)
+            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout) as exc:
+                # Nothing was sent: safe to retry, writes included.
+                last = ProxyError(ErrorKind.TRANSIENT, f"cannot connect to {_origin(url)}: {exc}")
+                continue
+            except httpx.DecodingError:
+                raise ProxyError(unsure, f"{where}: the answer cannot be decoded") from None
+            except AnswerTooLarge:
+                raise ProxyError(
+                    unsure, f"{where}: the answer is larger than {MAX_BODY_BYTES // 2**20} MiB"
+                ) from None
+            except (AnswerLate, httpx.TimeoutException, httpx.TransportError) as exc:
+                kind = ErrorKind.MAYBE_COMMITTED if write else ErrorKind.TRANSIENT
+                reason = (
+                    f"no complete answer within {self.timeout:g}s"
+                    if isinstance(exc, AnswerLate | httpx.TimeoutException)
+                    else f"{type(exc).__name__} {printable(str(exc))}".strip()
+                )
+                last = ProxyError(kind, f"{where}: {reason}")
+                if write:
+                    raise last from None
+                continue
+            except httpx.InvalidURL as exc:
+                raise ProxyError(ErrorKind.CLIENT, f"invalid proxy URL: {exc}") from None
+            if 200 <= answer.status < 300:
+                try:
+                    return parse_json(answer.body)
+                except ValueError as exc:
+                    raise ProxyError(unsure, f"{where}: {exc}") from None
+            text = answer.text
+            kind = classify(answer.status, text, write)
+            message = f"{where} answered {answer.status}: "
+            if kind is ErrorKind.AUTH and write and answer.status == 403:
+                message = (
+                    f"{READ_ONLY}: the proxy at {_origin(url)} answered 403 to {where}; "
+                    "apply needs a proxy_admin key in LITELLM_PROXY_API_KEY: "
+                )
+            elif kind is ErrorKind.AUTH:
+                message = (
+                    f"the proxy at {_origin(url)} refused the admin key ({answer.status}); "
+                    "check LITELLM_PROXY_API_KEY: "
+                )
+            last = ProxyError(kind, message + error_message(text), answer.status)
+            if kind is not ErrorKind.TRANSIENT:
+                raise last
+        assert last is not None
+        raise last
+
+    def _exchange(self, method: str, url: str, **kwargs: Any) -> Answer:
+        """One request and its whole answer within the deadline (--timeout) and MAX_BODY_BYTES."""
+        return exchange(self._http, method, url, seconds=self.timeout, cap=MAX_BODY_BYTES, **kwargs)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def check_ready(self, url: str) -> None:
+        """Fail early on a proxy without a database (it lists nothing and cannot write)."""
+        try:
+            data = self._send("GET", f"{url}/health/readiness", write=False)
+        except ProxyError as exc:
+            if exc.kind is ErrorKind.TRANSIENT:
+                raise ProxyError(
+                    ErrorKind.TRANSIENT, f"proxy unreachable at {strip_userinfo(url)}: {exc}"
+                ) from None
+            if exc.kind is ErrorKind.NO_DATABASE:
+                raise ProxyError(
+                    ErrorKind.NO_DATABASE,
+                    f"the proxy at {strip_userinfo(url)} cannot reach its database ({exc}); its "
+                    "route listing would be stale and no write would stick: fix the database, "
+                    "then run again",
+                    exc.status,
+                ) from None
+            raise
+        db = data.get("db") if isinstance(data, dict) else None
+        if db != "connected":
+            raise ProxyError(
+                ErrorKind.NO_DATABASE,
+                f"the proxy at {strip_userinfo(url)} has no database (db: "
+                f"{printable(str(db))[:40]}); fleet-sync manages routes "
+                "stored in LiteLLM's database: set DATABASE_URL and store_model_in_db: true",
+            )
+
+    def read_version(self, url: str) -> str | None:
+        """The LiteLLM version the proxy at `url` runs, or None when it does not say. Never
+        through /health (it calls every route's upstream): the authenticated
+        /health/readiness/details reports it (1.98-1.110; older releases put it in the public
+        /health/readiness, which newer ones keep to status + db)."""
+        for path in ("/health/readiness/details", "/health/readiness"):
+            try:
+                data = self._send("GET", f"{url}{path}", write=False)
+            except ProxyError:
+                continue  # no such endpoint here, or it failed: the version stays unknown
+            version = data.get("litellm_version") if isinstance(data, dict) else None
+            if isinstance(version, str) and version:
+                return printable(version)[:40]  # it is printed: no terminal control from a proxy
+        return None
+
+    def read_providers(self, url: str) -> frozenset[str] | str:
+        """The providers LiteLLM lists at GET /public/providers (its LlmProviders, 1.98.1 to
+        1.110.2; no key needed), or why it could not be read."""
+        try:
+            data = self._send("GET", f"{url}/public/providers", write=False)
+        except ProxyError as exc:
+            return str(exc)
+        if not isinstance(data, list) or not all(isinstance(p, str) for p in data):
+            return "GET /public/providers did not answer a list of names"
+        return frozenset(data)
+
+    def key_role(self) -> str | None:
+        """The user role of the key in use (proxy_admin_viewer, ...), or None when the proxy does
+        not say: the master key has no key row, and a proxy may refuse either lookup."""
+        try:
+            key = self._send("GET", f"{self.write_url}/key/info", write=False)
+            info = key.get("info") if isinstance(key, dict) else None
+            user_id = info.get("user_id") if isinstance(info, dict) else None
+            if not isinstance(user_id, str) or not user_id:
+                return None
+            user = self._send(
+                "GET", f"{self.write_url}/user/info", write=False, params={"user_id": user_id}
+            )
+        except ProxyError:
+            return None  # not knowing is no reason to stop: a refused write still says why
+        row = user.get("user_info") if isinstance(user, dict) else None
+        role = row.get("user_role") if isinstance(row, dict) else None
+        return role if isinstance(role, str) else None
+
+    def list_routes(self, url: str | None = None, consistent_reads: int = 3) -> list[Route]:
+        """Every route on one pod, all pages. A listing whose pages disagree (a page shorter than
+        total_count implies, a duplicate id, a count that moved) is read again and finally
+        refused: pruning from an incomplete read would delete routes that exist."""
+        base = url or self.write_url
+        problem = ""
+        for _ in range(consistent_reads):
+            routes, problem = self._list_once(base)
+            if not problem:
+                return routes
+        raise ProxyError(
+            ErrorKind.BAD_RESPONSE,
+            f"the route listing of {strip_userinfo(base)} was inconsistent {consistent_reads} "
+            f"times ({problem}); refusing to plan from an incomplete read",
+        )
+
+    def list_agreed(
+        self,
+        settle_timeout: float,
+        poll: float = 1.0,
+        project: Callable[[Sequence[Route]], object] | None = None,
+    ) -> list[Route]:
+        """Every route, once all listed pods agree. Pods reload from the database on an
+        interval; planning from a lagging pod would miss a delete made through another pod
+        (and never repair it), so disagreeing pods are read again until they settle.
+
+        `project` says what must agree (the caller's view of a listing, e.g. what its plan
+        reads); without it, every route's every field must."""
+        if len(self.urls) == 1:  # one pod agrees with itself
+            return self.list_routes(self.urls[0])
+        deadline = time.monotonic() + settle_timeout
+        view = project or _fingerprint
+        while True:
+            listings = [self.list_routes(url) for url in self.urls]
+            prints = [view(routes) for routes in listings]
+            if all(p == prints[0] for p in prints):
+                return listings[0]
+            if time.monotonic() >= deadline:
+                counts = ", ".join(
+                    f"{u}: {len(r)} routes" for u, r in zip(self.urls, listings, strict=True)
+                )
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE,
+                    f"the proxy pods still disagree after {settle_timeout:g}s ({counts}); "
+                    "refusing to plan from a lagging pod",
+                )
+            time.sleep(poll)
+
+    def _list_once(self, base: str) -> tuple[list[Route], str]:
+        """All pages once: the routes, or "" replaced by why the pages disagree (read again).
+        An answer of the wrong shape is a ProxyError at once: nothing is planned from it."""
+        routes: list[Route] = []
+        entries = 0  # parsed page by page: a whole listing of raw entries is ~100 MB at 10,000
+        page, total, pages = 1, -1, 1
+        while page <= pages:
+            data = self._send(
+                "GET",
+                f"{base}/v2/model/info",
+                write=False,
+                params={"page": page, "size": PAGE_SIZE},
+            )
+            try:
+                items, count, page_count = listing_page(data, page, PAGE_SIZE)
+            except ValueError as exc:
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE, f"{exc}; refusing to plan from this answer"
+                ) from None
+            if page > 1 and (count, page_count) != (total, pages):
+                return [], (
+                    f"total_count/total_pages moved from {total}/{pages} to "
+                    f"{count}/{page_count} between pages"
+                )
+            total, pages = count, page_count
+            entries += len(items)
+            routes += [r for r in map(parse_route, items) if r is not None]
+            page += 1
+        ids = [r.id for r in routes]
+        if entries != total:
+            return [], f"{entries} entries read, total_count says {total}"
+        if len(set(ids)) != len(ids):
+            return [], "an id appears twice"
+        return routes, ""
+
+    def find_route(self, route_id: str, model_name: str, url: str | None = None) -> Route | None:
+        """The route as the router lists it (what clients route on), or None. Read through the
+        model group's listing: `?modelId=` falls back to the database row, which a route LiteLLM
+        stored but could not load still has."""
+        rows = self._group_rows(url or self.pod_for(route_id), {"model": model_name})
+        return next((r for r in rows if r.id == route_id), None)
+
+    def find_stored(self, route_id: str, url: str | None = None) -> Route | None:
+        """The route as LiteLLM stored it, listed or not (`?modelId=` reads the router, then the
+        database)."""
+        data = self._send(
+            "GET",
+            f"{url or self.pod_for(route_id)}/v2/model/info",
+            write=False,
+            params={"modelId": route_id},
+        )
+        for entry in data.get("data", []) if isinstance(data, dict) else []:
+            route = parse_route(entry)
+            if route is not None and route.id == route_id:
+                return route
+        return None
+
+    def list_stored(self, model_names: Sequence[str], url: str | None = None) -> list[Route]:
+        """Every route of these model groups LiteLLM stored, listed by its router or not.
+        `?model=G&search=G` answers the router's routes of G plus the database rows of G the
+        router does not hold; that search is LiteLLM's only read of such rows."""
+        base = url or self.write_url
+        names = sorted(set(model_names))
+        with ThreadPoolExecutor(max_workers=4) as pool:  # one small read per model group
+            groups = pool.map(lambda n: self._group_rows(base, {"model": n, "search": n}), names)
+            rows: dict[str, Route] = {}
+            for name, routes in zip(names, groups, strict=True):
+                for route in routes:
+                    if route.model_name == name:  # search matches parts of names too
+                        rows.setdefault(route.id, route)
+        return list(rows.values())
+
+    def _group_rows(self, base: str, params: Mapping[str, str]) -> list[Route]:
+        """All pages of a filtered listing. With `search`, LiteLLM's total_count counts only
+        what it fetched for the page asked, so pages are read until one comes back short."""
+        routes: list[Route] = []
+        for page in range(1, MAX_GROUP_PAGES + 1):
+            data = self._send(
+                "GET",
+                f"{base}/v2/model/info",
+                write=False,
+                params={**params, "page": page, "size": PAGE_SIZE},
+            )
+            entries = data.get("data") if isinstance(data, dict) else None
+            if not isinstance(entries, list):
+                raise ProxyError(
+                    ErrorKind.BAD_RESPONSE, f"{_origin(base)}: page {page} has no data list"
+                )
+            routes += [r for r in (parse_route(e) for e in entries) if r is not None]
+            if len(entries) < PAGE_SIZE:
+                return routes
+        raise ProxyError(
+            ErrorKind.BAD_RESPONSE,
+            f"{_origin(base)}: a model group listing did not end after {MAX_GROUP_PAGES} pages",
+        )
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def create(self, route: Route) -> None:
+        self._send(
+            "POST", f"{self.pod_for(route.id)}/model/new", write=True, json=route.deployment()
+        )
+
+    def update(self, route: Route) -> None:
+        """PATCH with the full desired litellm_params and model_info including its id (without
+        it LiteLLM stores a random id). PATCH replaces each top-level key it is sent and keeps
+        the others: it removes none, a key sent as null included."""
+        self._send(
+            "PATCH",
+            f"{self.pod_for(route.id)}/model/{route.id}/update",
+            write=True,
+            json=route.deployment(),
+        )
+
+    def remove_keys(self, route_id: str, keys: Sequence[str]) -> Mapping[str, Any]:
+        """PATCH that only removes these top-level litellm_params keys (litellm_params_to_remove:
+        LiteLLM 1.109+; older releases ignore it). Returns the stored row as LiteLLM answers it
+        (values encrypted: the keys tell what is stored, api_key included)."""
+        answer = self._send(
+            "PATCH",
+            f"{self.pod_for(route_id)}/model/{route_id}/update",
+            write=True,
+            json={"model_info": {"id": route_id}, "litellm_params_to_remove": list(keys)},
+        )
+        return answer if isinstance(answer, dict) else {}
+
+    def delete(self, route_id: str) -> None:
+        self._send(
+            "POST", f"{self.pod_for(route_id)}/model/delete", write=True, json={"id": route_id}
+        )
+
+
+def _fingerprint(routes: Sequence[Route]) -> object:
+    return sorted(canonical_json(r.deployment()) for r in routes)
+
+
+def parse_route(entry: Any) -> Route | None:
+    """A live entry as a Route, or None for what is not a deployment (no id)."""
+    if not isinstance(entry, dict):
+        return None
+    info = entry.get("model_info")
+    params = entry.get("litellm_params")
+    if not isinstance(info, dict) or not isinstance(info.get("id"), str):
+        return None
+    return Route(
+        id=info["id"],
+        model_name=str(entry.get("model_name", "")),
+        litellm_params=params if isinstance(params, dict) else {},
+        # LiteLLM lists ~170 null cost fields per route; nothing reads a null (normalise drops
+        # them), and without them a 10,000-route listing takes 40 % of the memory.
+        model_info={k: v for k, v in info.items() if v is not None},
+    )
+
+
+def _origin(url: str) -> str:
+    parsed = httpx.URL(url)
+    return f"{parsed.scheme}://{parsed.host}:{parsed.port}" if parsed.port else str(parsed)
+
+
+def _path(url: str) -> str:
+    return httpx.URL(url).path

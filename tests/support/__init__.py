@@ -1,0 +1,1 @@
+"""Test harnesses: the real LiteLLM, fake GitHub, fault proxy, upstreams, generators."""
