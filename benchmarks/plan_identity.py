@@ -33,14 +33,21 @@ def emit(tree: Path, inputs: Path) -> None:
 
     import yaml
 
-    from sync.core.plan import make_plan
-    from sync.core.render import render
-    from sync.fleet.model import load_fleet
-    from sync.live.client import parse_route
+    def module(new: str, old: str) -> Any:
+        """The tree's module by its path in parts (issue 16), or by its path before them."""
+        try:
+            return importlib.import_module(new)
+        except ImportError:
+            return importlib.import_module(old)
+
+    make_plan = module("sync.core.plan", "sync.plan").make_plan
+    render = module("sync.core.render", "sync.render").render
+    load_fleet = module("sync.fleet.model", "sync.fleet").load_fleet
+    parse_route = module("sync.live.client", "sync.litellm").parse_route
     from tests.test_plan_cases import CASES, plan_for
 
     try:  # what the commands print (redacted), where the tree has it
-        printed = importlib.import_module("sync.report.redaction").plan_json
+        printed = module("sync.report.redaction", "sync.redaction").plan_json
     except (ImportError, AttributeError):
         printed = None
 
