@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sync.core.render import TAG_PREFIX, Route
-from sync.litellm.convergence import LITELLM_OWNS, PRICING
+from sync.litellm.convergence import PRICING
 from sync.litellm.normalise import same
 from sync.litellm.owned import (
     NESTED_SHAPES,
@@ -114,7 +114,6 @@ def _litellms(key: str) -> bool:
     return (
         key.startswith(TAG_PREFIX)
         or bookkeeping(key)
-        or key in LITELLM_OWNS
         or PRICING.search(key) is not None
         or model_information(key)
     )

@@ -28,7 +28,7 @@ from sync.edit.import_yaml import COMMENT_WIDTH, fleet_text, wrap
 from sync.fleet.model import DEFAULT_PROVIDER, address_problem, normalise_address
 from sync.fleet.plaintext import quote
 from sync.fleet.text import surrogate
-from sync.litellm.convergence import LITELLM_OWNS, PRICING
+from sync.litellm.convergence import PRICING
 from sync.litellm.owned import PARAM_DEFAULTS, bookkeeping, model_information, model_known
 from sync.litellm.redirects import REDIRECTS, redirecting
 from sync.secrets.credentials import has_userinfo, looks_like_credential, may_quote
@@ -209,7 +209,7 @@ def _route_info(route: Route) -> tuple[dict[str, Any], list[str], list[str]]:
     priced: list[str] = []
     shared: list[str] = []
     for key, value in sorted(route.model_info.items()):
-        if value is None or bookkeeping(key) or key in LITELLM_OWNS or key.startswith(TAG_PREFIX):
+        if value is None or bookkeeping(key) or key.startswith(TAG_PREFIX):
             continue
         if known and model_information(key):
             continue  # the cost map's, prices included

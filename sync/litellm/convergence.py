@@ -13,6 +13,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from sync.litellm.owned import LITELLM_OWNS
+
 JsonPath = tuple[str | int, ...]  # a place in fleet.yaml (as sync.fleet.yamlmarks has it)
 REFERENCE_PREFIX = "os.environ/"  # LiteLLM's own test is str.startswith
 
@@ -20,19 +22,6 @@ REFERENCE_PREFIX = "os.environ/"  # LiteLLM's own test is str.startswith
 # but output_vector_size match): from 1.108 it drops them from model_info on every write and
 # shows its cost map's price instead.
 PRICING = re.compile(r"(^|_)cost_per_|_token_cost($|_)|^tiered_pricing$|_uplift_multiplier")
-# model_info keys LiteLLM writes itself, whatever the route says.
-LITELLM_OWNS = {
-    "db_model": "it sets it on every read (true for a database route)",
-    "blocked": "it sets it from its pause flag on every read",
-    "pricing_overrides": "it computes it from the route's pricing on every read",
-    "key": "it takes it for its cost-map lookup key, and a model_info carrying it for a copy of "
-    "its own /model/info answer",
-    "created_at": "its record of the route, rewritten (Enterprise) or reformatted as a timestamp",
-    "updated_at": "its record of the route, rewritten (Enterprise) or reformatted as a timestamp",
-    "created_by": "its record of the route, rewritten on Enterprise proxies",
-    "updated_by": "its record of the route, rewritten on Enterprise proxies",
-    "team_id": "it makes the route a team model, which LiteLLM's team endpoints manage",
-}
 
 # The integers LiteLLM's database layer keeps: Prisma's query engine holds a JSON number as an
 # i64 or u64 and turns any other integer into a float (PostgreSQL stores
@@ -106,8 +95,9 @@ def unconvergeable(
         here: JsonPath = (*at, key)
         if isinstance(key, str) and "\0" in key:
             yield here, f"the key {HOLDS_NUL}", True
-        if section == "model_info" and isinstance(key, str) and key in LITELLM_OWNS:
-            yield here, f"model_info.{key} is LiteLLM's own: {LITELLM_OWNS[key]}; remove it", True
+        owned = LITELLM_OWNS.get(key) if section == "model_info" and isinstance(key, str) else None
+        if owned is not None:
+            yield here, f"model_info.{key} is LiteLLM's own: {owned}; remove it", True
         elif section == "model_info" and isinstance(key, str) and PRICING.search(key):
             yield (
                 here,

@@ -22,13 +22,30 @@ PARAM_DEFAULTS: Mapping[str, Any] = {
     "use_litellm_proxy": False,
     "use_xai_oauth": False,
 }
-# model_info LiteLLM keeps about the route itself (access, pause, pricing it computes).
-INFO_BOOKKEEPING = frozenset(
-    {"access_via_team_ids", "blocked", "db_model", "direct_access", "key", "litellm_provider"}
-    | {"member_auto_router", "pricing_overrides", "supported_openai_params"}
-)
-# model_info LiteLLM maintains itself, whatever the route.
-LITELLM_INFO = frozenset({"id", "key", "litellm_provider", "supported_openai_params"})
+# The one table of model_info keys LiteLLM keeps or writes itself, whatever the route says: why
+# fleet.yaml cannot set each (validate refuses it with that reason), or None where LiteLLM
+# keeps the key about the route (access, pause, pricing it computes, its cost-map lookup) and
+# a fleet.yaml value is harmless. Import never writes any; a replacement never counts one as
+# dropped; plan never compares one.
+_RECORD = "its record of the route, rewritten (Enterprise) or reformatted as a timestamp"
+LITELLM_OWNS: Mapping[str, str | None] = {
+    "db_model": "it sets it on every read (true for a database route)",
+    "blocked": "it sets it from its pause flag on every read",
+    "pricing_overrides": "it computes it from the route's pricing on every read",
+    "key": "it takes it for its cost-map lookup key, and a model_info carrying it for a copy of "
+    "its own /model/info answer",
+    "created_at": _RECORD,
+    "updated_at": _RECORD,
+    "created_by": "its record of the route, rewritten on Enterprise proxies",
+    "updated_by": "its record of the route, rewritten on Enterprise proxies",
+    "team_id": "it makes the route a team model, which LiteLLM's team endpoints manage",
+    "access_via_team_ids": None,
+    "direct_access": None,
+    "id": None,
+    "litellm_provider": None,
+    "member_auto_router": None,
+    "supported_openai_params": None,
+}
 # Fields of LiteLLM's model information (context window, prices, capabilities): it fills them in
 # from its cost map when it knows the model, and it shares what one route's model_info sets with
 # every route serving the same model (router.py _register_deployment_in_model_cost registers it
@@ -78,7 +95,7 @@ NESTED_SHAPES: dict[str, re.Pattern[str]] = {
 
 def bookkeeping(key: str) -> bool:
     """A model_info key LiteLLM keeps about the route itself or maintains whatever the route."""
-    return key in INFO_BOOKKEEPING or key in LITELLM_INFO
+    return key in LITELLM_OWNS
 
 
 def model_information(key: str) -> bool:
