@@ -40,7 +40,10 @@ def emit(tree: Path, inputs: Path) -> None:
         except ImportError:
             return importlib.import_module(old)
 
-    make_plan = module("sync.core.plan", "sync.plan").make_plan
+    try:
+        make_plan = module("sync.core.planner", "sync.core.plan").make_plan
+    except ImportError:
+        make_plan = module("sync.core.plan", "sync.plan").make_plan
     render = module("sync.core.render", "sync.render").render
     load_fleet = module("sync.fleet.model", "sync.fleet").load_fleet
     parse_route = module("sync.live.client", "sync.litellm").parse_route

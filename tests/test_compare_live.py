@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from sync.core.compare import UNREADABLE
-from sync.core.plan import Create, Delete, Plan, Update, make_plan
+from sync.core.plan import Create, Delete, Plan, Update
+from sync.core.planner import make_plan
 from sync.core.render import render, route_id
 from sync.core.result import Result
 from sync.fleet.model import Fleet, fleet_from_doc

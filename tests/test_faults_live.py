@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sync.core.plan import make_plan
+from sync.core.planner import make_plan
 from sync.core.render import render, route_id
 from sync.fleet.model import load_fleet
 from sync.live.apply import apply_plan

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from sync.core.plan import Plan, make_plan
+from sync.core.plan import Plan
+from sync.core.planner import make_plan
 from sync.core.render import render
 from sync.core.result import Outcome, Result
 from sync.fleet.model import fleet_from_doc

@@ -11,7 +11,8 @@ from typing import Any
 
 import git
 
-from sync.core.plan import make_plan, split_by_base
+from sync.core.plan import split_by_base
+from sync.core.planner import make_plan
 from sync.core.render import render, route_id
 from sync.fleet.model import fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml

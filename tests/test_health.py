@@ -12,7 +12,8 @@ import yaml
 
 from sync.core.health import HealthState, HostHealth, listed_models
 from sync.core.healthgate import gate
-from sync.core.plan import Plan, make_plan
+from sync.core.plan import Plan
+from sync.core.planner import make_plan
 from sync.core.render import Route, render, route_id, with_id
 from sync.core.result import Outcome, Result
 from sync.fleet.model import Fleet, fleet_from_doc

@@ -19,7 +19,7 @@ import yaml
 
 from sync.core.health import HealthState, HostHealth
 from sync.core.healthgate import gate
-from sync.core.plan import make_plan
+from sync.core.planner import make_plan
 from sync.core.render import Route, render
 from sync.fleet.model import Defaults, Fleet, Host, Model
 from sync.gitops.host_moved import automerge_refusal, branch_name

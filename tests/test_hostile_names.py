@@ -22,7 +22,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from sync.core.health import Verified
-from sync.core.plan import Plan, make_plan
+from sync.core.plan import Plan
+from sync.core.planner import make_plan
 from sync.core.render import TAG_PATHS, Route, render, route_id
 from sync.core.result import Outcome, Result
 from sync.core.safety import refusals

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.core.plan import make_plan
+from sync.core.planner import make_plan
 from sync.core.render import Route, render
 from sync.edit.importer import RESERVED, Imported, import_fleet
 from sync.fleet.model import Fleet, fleet_from_doc

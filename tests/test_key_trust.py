@@ -17,7 +17,8 @@ import yaml
 from sync.core.health import HealthState, HostHealth
 from sync.core.healthgate import gate
 from sync.core.keytrust import FLEET_ITSELF, KeyTrust
-from sync.core.plan import Plan, make_plan
+from sync.core.plan import Plan
+from sync.core.planner import make_plan
 from sync.core.render import render
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml

@@ -17,7 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.core.plan import NOT_CREATED, Change, Create, Delete, Plan, Update, make_plan
+from sync.core.plan import Change, Create, Delete, Plan, Update
+from sync.core.planner import NOT_CREATED, make_plan
 from sync.core.render import Route, render, with_generation, with_id
 from sync.core.safety import refusals
 from sync.fleet.model import Fleet, fleet_from_doc

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from sync.core.compare import ABSENT
-from sync.core.plan import Plan, Withheld, make_plan
+from sync.core.plan import Plan, Withheld
+from sync.core.planner import make_plan
 from sync.core.render import render
 from sync.fleet.model import fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml

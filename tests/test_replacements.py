@@ -14,7 +14,8 @@ from typing import Any
 import httpx
 import yaml
 
-from sync.core.plan import Create, Delete, make_plan
+from sync.core.plan import Create, Delete
+from sync.core.planner import make_plan
 from sync.core.render import TAG_DIGEST, TAG_PATHS, Route, with_generation
 from sync.core.safety import refusals
 from sync.live.apply import apply_plan

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from sync.core.plan import Update, make_plan
+from sync.core.plan import Update
+from sync.core.planner import make_plan
 from sync.core.render import Route
 from sync.live.client import parse_route
 from sync.live.rollback import Restore, restore, still_previous

@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from sync.core.plan import Plan, make_plan
+from sync.core.plan import Plan
+from sync.core.planner import make_plan
 from sync.core.render import render
 from sync.fleet.model import fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml

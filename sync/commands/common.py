@@ -282,7 +282,7 @@ class LiveState:
     notes: tuple[str, ...] = ()  # what could not be read (shown with every plan)
 
     def plan(self, fleet: Fleet, take_over: bool) -> Plan:
-        from sync.core.plan import make_plan
+        from sync.core.planner import make_plan
         from sync.core.render import render
 
         return make_plan(
@@ -336,7 +336,7 @@ def read_live(
     the fleet may have written rows in: those fleet.yaml declares, those with listed routes of
     the fleet, and (with `fleet_file`) those its git history declared, of which only rows
     tagged with this fleet are read: a row of ours no plan can see would stay forever."""
-    from sync.core.plan import make_plan
+    from sync.core.planner import make_plan
     from sync.core.render import render
     from sync.gitops.history import PastGroups, declared_groups
     from sync.live.client import ProxyError

@@ -1,15 +1,13 @@
-"""(desired, live) → Plan: the changes (sync/core/changes.py) that converge the fleet, ignored
-routes, conflicts, plan hash."""
+"""The Plan: the changes (sync/core/changes.py) that converge the fleet, ignored routes,
+conflicts, its JSON and hash. sync/core/planner.py makes it from (desired, live)."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from sync.core.carry import carrying, leftovers, unseen
 from sync.core.changes import Change as Change
 from sync.core.changes import Conflict as Conflict
 from sync.core.changes import Create as Create
@@ -18,13 +16,9 @@ from sync.core.changes import Ignored as Ignored
 from sync.core.changes import RouteChange as RouteChange
 from sync.core.changes import Update as Update
 from sync.core.changes import Withheld as Withheld
-from sync.core.compare import diff, prune_before, removed_keys, shown, update_before
+from sync.core.compare import prune_before, shown, update_before
 from sync.core.health import HostHealth
-from sync.core.identity import Extra, HostRoutes, address, created, match_hosts
-from sync.core.ownership import claim
-from sync.core.render import Route, canonical_json, generation, with_generation, with_id
-from sync.fleet.model import Fleet
-from sync.litellm.releases import LiteLLMRelease
+from sync.core.render import Route, canonical_json
 
 
 @dataclass(frozen=True)
@@ -144,245 +138,6 @@ def change_json(change: Change) -> dict[str, Any]:
         if not change.listed:
             out["listed"] = False  # stored by LiteLLM, not listed by its router
     return out
-
-
-def make_plan(
-    fleet: Fleet,
-    desired: Sequence[Route],
-    live: Sequence[Route],
-    unlisted: Sequence[Route] = (),
-    take_over: bool = False,
-    litellm_version: str | None = None,
-    notes: Sequence[str] = (),
-) -> Plan:
-    """`live` is what the router lists (what clients route on); `unlisted` holds rows LiteLLM
-    stored in its database but does not list (a create it could not load): they are the
-    fleet's to repair or prune like any other, but they serve nothing."""
-    desired_by_id = {r.id: r for r in desired}
-    listed_ids = {r.id for r in live}
-    dead = {r.id for r in unlisted} - listed_ids
-    everything = [*live, *(r for r in unlisted if r.id in dead)]
-    live_by_id = {r.id: r for r in everything}
-    # Every generation of a desired id is that host's route (see render.generation).
-    claims = {
-        r.id: desired_by_id[b] for r in everything if (b := generation(r.id)[0]) in desired_by_id
-    }
-    claims.update(desired_by_id)
-    owned: dict[str, Route] = {}
-    adopted: set[str] = set()
-    ignored: list[Ignored] = []
-    reasons: dict[str, str] = {}
-    for route in everything:
-        decision = claim(route, fleet, claims, take_over)
-        if decision.owned:
-            owned[route.id] = route
-            if decision.adopted:
-                adopted.add(route.id)
-        elif route.id in desired_by_id:
-            reasons[route.id] = decision.reason  # a conflict, listed as such, not as ignored
-        else:
-            ignored.append(Ignored(route, decision.reason))
-
-    creates: list[Change] = []
-    updates: list[Change] = []
-    deletes: list[Change] = []
-    conflicts: list[Conflict] = []
-    serving: list[Route] = []
-    in_place = LiteLLMRelease(litellm_version).removes_params_in_place
-    hosts = match_hosts(desired, owned.values(), adopted, dead)
-    for route in desired:
-        found = hosts.get(route.id)
-        if found is None:
-            holder = live_by_id.get(route.id)
-            if holder is None:
-                creates.append(Create(route))
-                serving.append(route)
-            else:  # held by a route this fleet does not own, and the host has none of its own
-                conflicts.append(Conflict(route, holder, reasons[holder.id]))
-            continue
-        if route.id in reasons:  # the host has a route of its own: the holder is left aside
-            ignored.append(Ignored(live_by_id[route.id], reasons[route.id]))
-        current = found.current
-        target, change, removes = _converge(route, current, live_by_id, in_place, dead)
-        serving.append(target)
-        if isinstance(change, Create):
-            creates.append(change)
-            deletes.append(
-                Delete(
-                    current,
-                    f"LiteLLM cannot remove {', '.join(removes)} from a route in place",
-                    replaced_by=target.id,
-                    removes=removes,
-                    listed=current.id not in dead,
-                )
-            )
-        elif change is not None:
-            updates.append(change)
-        deletes += [_extra(extra, route, target, adopted, dead) for extra in found.extras]
-    orphans = _orphans(fleet, owned, adopted, hosts, dead, desired_by_id.keys())
-    renamed = _renames(creates, orphans, desired_by_id.keys())
-    creates = [renamed.get(c.id, c) for c in creates]
-    deletes += [renamed.get(d.id, d) for d in orphans]
-    successors = {c.id: c.route for c in renamed.values() if isinstance(c, Create)}
-    serving = [successors.get(r.id, r) for r in serving]
-
-    def order(c: Change) -> tuple[str, str, str]:
-        return (c.model_name, c.host or "", c.id)
-
-    groups: dict[str, int] = {}
-    for route in live:  # what serves: rows the router does not list count for nothing
-        groups[route.model_name] = groups.get(route.model_name, 0) + 1
-    return Plan(
-        fleet=fleet.name,
-        changes=tuple(
-            sorted(creates, key=order) + sorted(updates, key=order) + sorted(deletes, key=order)
-        ),
-        ignored=tuple(sorted(ignored, key=lambda i: (i.route.model_name, i.route.id))),
-        owned_live=len(owned),
-        desired_count=len(desired),
-        declared_models=fleet.model_names,
-        live_groups=tuple(sorted(groups.items())),
-        conflicts=tuple(sorted(conflicts, key=lambda c: (c.desired.model_name, c.id))),
-        litellm_version=litellm_version,
-        serving=tuple(serving),
-        notes=tuple(notes),
-    )
-
-
-# Said beside the delete of a route fleet-sync did not create: nothing read from the proxy shows
-# what it holds that LiteLLM never lists, and nothing can take it over.
-NOT_CREATED = (
-    "; this route was not created by fleet-sync: its api_key and other values LiteLLM never "
-    "lists go with it"
-)
-
-
-def _extra(
-    extra: Extra, desired: Route, target: Route, adopted: set[str], dead: set[str]
-) -> Delete:
-    """The delete of another route of a host than the one that serves it (`target`). A route
-    fleet-sync did not create may hold keys LiteLLM never lists that the serving route does
-    not (a portal's working api_key beside a stale one): the safety rails refuse its delete."""
-    old = extra.route
-    may_drop = () if extra.created else unseen(old, desired.litellm_params)
-    return Delete(
-        old,
-        extra.reason + (NOT_CREATED if may_drop else ""),
-        replaced_by=target.id,
-        replacement=target if old.id in adopted else None,
-        listed=old.id not in dead,
-        may_drop=may_drop,
-    )
-
-
-def _orphans(
-    fleet: Fleet,
-    owned: dict[str, Route],
-    adopted: set[str],
-    hosts: dict[str, HostRoutes],
-    dead: set[str],
-    desired_ids: Set[str],
-) -> list[Delete]:
-    """Prunes of the owned routes no desired host has: drained or removed hosts, untagged
-    routes at an address fleet.yaml does not list for their model."""
-    kept = {r.id for h in hosts.values() for r in (h.current, *(e.route for e in h.extras))}
-    drained = {(m.name, h.name) for m in fleet.models for h in m.hosts if not h.enabled}
-    out: list[Delete] = []
-    for route in owned.values():
-        if route.id in kept:
-            continue
-        listed = route.id not in dead
-        if route.id in adopted:
-            reason = f"untagged route of {route.model_name} at an address no longer listed"
-        elif (route.model_name, route.host) in drained:
-            reason = f"host {route.host} is drained (enabled: false)"
-        else:
-            reason = f"host {route.host or '?'} is no longer in fleet.yaml"
-        may_drop = () if created(route, desired_ids) else unseen(route)
-        reason += NOT_CREATED if may_drop else ""
-        is_drained = (route.model_name, route.host) in drained
-        out.append(Delete(route, reason, listed=listed, may_drop=may_drop, drained=is_drained))
-    return out
-
-
-def _renames(
-    creates: Sequence[Change], orphans: Sequence[Delete], desired_ids: Set[str]
-) -> dict[str, Change]:
-    """A prune in the same plan as a create at the same address in the same model group (a
-    host fleet-sync created, renamed) is a replacement: the new route carries what it can of
-    the old one and the plan names what it may lose, and the old route is deleted once the new
-    one is listed, not counted as lost. By id, the changes that take their place. (A route
-    fleet-sync did not create is never such a prune: identity adopts it under the new name.)"""
-    new = {
-        (c.model_name, address(c.route)): c
-        for c in creates
-        if isinstance(c, Create) and not c.replaces and c.route.api_base
-    }
-    out: dict[str, Change] = {}
-    for old in sorted(orphans, key=lambda d: (not d.listed, -generation(d.id)[1], d.id)):
-        create = new.pop((old.model_name, address(old.route)), None)
-        if create is None or not old.route.api_base:
-            continue
-        left = leftovers(old.route, create.route)
-        successor = carrying(create.route, left.carries)
-        out[create.id] = Create(
-            successor,
-            replaces=old.id,
-            diff=diff(old.route, successor),
-            carries=tuple(f"litellm_params.{key}" for key in left.carries),
-            drops=left.drops,
-            may_drop=left.unseen,
-            foreign=not created(old.route, desired_ids),
-        )
-        out[old.id] = Delete(
-            old.route,
-            f"{old.reason}; host {create.host} at the same address replaces it",
-            replaced_by=successor.id,
-            listed=old.listed,
-        )
-    return out
-
-
-def _converge(
-    desired: Route,
-    current: Route,
-    live_by_id: dict[str, Route],
-    in_place: bool,
-    dead: set[str],
-) -> tuple[Route, Create | Update | None, tuple[str, ...]]:
-    """What brings the host's current live route to the desired one: nothing, an in-place
-    update (removing litellm_params keys too where PATCH honours litellm_params_to_remove),
-    or, when other keys must go, a create of a new route, whose Delete of the current route
-    follows it (create first: no gap). The route keeps its id: a generation of the host's
-    derived id, or LiteLLM's id for a route the fleet adopted. Returns (the route that will
-    serve, the change, the keys removed)."""
-    base, n = generation(current.id)
-    ours = base == desired.id  # fleet-sync created it (under the host's derived id)
-    target = with_generation(desired, n) if ours else with_id(desired, current.id)
-    changes = diff(current, target)
-    removes = removed_keys(changes, target)
-    listed = current.id not in dead
-    if not removes or (in_place and all(r.startswith("litellm_params.") for r in removes)):
-        if not changes and listed:
-            return target, None, ()
-        update = Update(target, before=current, diff=changes, listed=listed, removes=removes)
-        return target, update, ()
-    # The next generation of the derived id; for an adopted route the first free one.
-    n = n + 1 if ours else 1
-    while with_generation(desired, n).id in live_by_id:  # held by a route not this fleet's
-        n += 1
-    left = leftovers(current, desired)
-    successor = carrying(with_generation(desired, n), left.carries)
-    replace = Create(
-        successor,
-        replaces=current.id,
-        diff=diff(current, successor),
-        carries=tuple(f"litellm_params.{key}" for key in left.carries),
-        drops=left.drops,
-        may_drop=left.unseen,
-        foreign=not ours,
-    )
-    return successor, replace, removes
 
 
 def split_by_base(head: Plan, base: Plan | None) -> tuple[tuple[Change, ...], tuple[Change, ...]]:

@@ -15,7 +15,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from sync.core.plan import Plan, make_plan
+from sync.core.plan import Plan
+from sync.core.planner import make_plan
 from sync.core.render import (
     TAG_DIGEST,
     TAG_FLEET,
