@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Self
 
 import httpx
@@ -163,90 +164,102 @@ class GitHubHTTP:
         attempts = self._retries + 1
         for attempt in range(attempts):
             last = attempt == attempts - 1
-            seconds = min(self.timeout, self._left(endpoint))
-            self._requests += 1
-            try:
-                # The last scrub of what GitHub receives (comments and issues are public to
-                # the repository): the run's secrets and user:pass@ of addresses.
-                answer = exchange(
-                    self._http,
-                    method,
-                    url,
-                    seconds=seconds,
-                    cap=self._max_bytes,
-                    params=params,
-                    json=scrub.active().value(json_body),
-                )
-            except AnswerTooLarge:
-                raise GitHubError(
-                    f"GitHub's answer to {endpoint} is larger than "
-                    f"{self._max_bytes / 2**20:g} MiB: check GITHUB_API_URL points at the "
-                    "GitHub REST API.",
-                    endpoint=endpoint,
-                    maybe_committed=not idempotent,
-                ) from None
-            except httpx.DecodingError:
-                raise GitHubError(
-                    f"GitHub's answer to {endpoint} cannot be decoded: check GITHUB_API_URL "
-                    "points at the GitHub REST API.",
-                    endpoint=endpoint,
-                    maybe_committed=not idempotent,
-                ) from None
-            except (AnswerLate, httpx.TransportError) as exc:
-                not_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
-                if seconds < self.timeout and isinstance(exc, AnswerLate | httpx.TimeoutException):
-                    raise self._over_budget(endpoint, maybe_committed=not idempotent) from None
-                if (idempotent or not_sent) and not last:
-                    self.pause(attempt, endpoint)
-                    continue
-                why = (
-                    f"no complete answer within {self.timeout:g} s"
-                    if isinstance(exc, AnswerLate | httpx.TimeoutException)
-                    else type(exc).__name__
-                )
-                raise GitHubError(
-                    self._redact(
-                        f"could not reach GitHub at {self.config.api_url} for {endpoint} "
-                        f"after {attempt + 1} attempt(s) ({why}): network problem, GitHub "
-                        f"too slow or wrong GITHUB_API_URL (the deadline is {self.timeout:g} "
-                        "s per request: FLEET_SYNC_GITHUB_TIMEOUT)."
-                    ),
-                    endpoint=endpoint,
-                    retryable=True,
-                    maybe_committed=not not_sent and not idempotent,
-                ) from None
-            status = answer.status
-            if status < 400:
+            sent = _Sent(method, url, endpoint, params, json_body, idempotent)
+            answer = self._attempt(sent, attempt, last)
+            if answer is None:
+                continue  # not answered, safe to send again: paused already
+            if answer.status < 400:
                 return answer
-            if is_rate_limited(answer):
-                raise GitHubError(
-                    self._redact(rate_limit_message(answer, endpoint)),
-                    status=status,
-                    endpoint=endpoint,
-                    retryable=True,
-                )
-            if status >= 500:
-                if idempotent and not last:
-                    self.pause(attempt, endpoint)
-                    continue
-                tries = f" after {attempt + 1} attempts" if attempt else ""
-                raise GitHubError(
-                    self._redact(
-                        f"GitHub answered {status} to {endpoint}{tries}: an error on GitHub's "
-                        "side, not in fleet.yaml; re-run the job later."
-                    ),
-                    status=status,
-                    endpoint=endpoint,
-                    retryable=True,
-                    maybe_committed=not idempotent,
-                )
+            if answer.status >= 500 and not is_rate_limited(answer) and idempotent and not last:
+                self.pause(attempt, endpoint)
+                continue
+            raise self._refused(answer, endpoint, attempt, idempotent)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _attempt(self, sent: _Sent, attempt: int, last: bool) -> Answer | None:
+        """The answer to one attempt, or None when it got none and may be sent again (after
+        the pause); a GitHubError when it got none and may not."""
+        endpoint, idempotent = sent.endpoint, sent.idempotent
+        seconds = min(self.timeout, self._left(endpoint))
+        self._requests += 1
+        try:
+            # The last scrub of what GitHub receives (comments and issues are public to the
+            # repository): the run's secrets and user:pass@ of addresses.
+            return exchange(
+                self._http,
+                sent.method,
+                sent.url,
+                seconds=seconds,
+                cap=self._max_bytes,
+                params=sent.params,
+                json=scrub.active().value(sent.json_body),
+            )
+        except AnswerTooLarge:
             raise GitHubError(
-                self._redact(client_error_message(answer, endpoint)),
+                f"GitHub's answer to {endpoint} is larger than "
+                f"{self._max_bytes / 2**20:g} MiB: check GITHUB_API_URL points at the "
+                "GitHub REST API.",
+                endpoint=endpoint,
+                maybe_committed=not idempotent,
+            ) from None
+        except httpx.DecodingError:
+            raise GitHubError(
+                f"GitHub's answer to {endpoint} cannot be decoded: check GITHUB_API_URL "
+                "points at the GitHub REST API.",
+                endpoint=endpoint,
+                maybe_committed=not idempotent,
+            ) from None
+        except (AnswerLate, httpx.TransportError) as exc:
+            not_sent = isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout)
+            late = isinstance(exc, AnswerLate | httpx.TimeoutException)
+            if seconds < self.timeout and late:
+                raise self._over_budget(endpoint, maybe_committed=not idempotent) from None
+            if (idempotent or not_sent) and not last:
+                self.pause(attempt, endpoint)
+                return None
+            why = f"no complete answer within {self.timeout:g} s" if late else type(exc).__name__
+            raise GitHubError(
+                self._redact(
+                    f"could not reach GitHub at {self.config.api_url} for {endpoint} "
+                    f"after {attempt + 1} attempt(s) ({why}): network problem, GitHub "
+                    f"too slow or wrong GITHUB_API_URL (the deadline is {self.timeout:g} "
+                    "s per request: FLEET_SYNC_GITHUB_TIMEOUT)."
+                ),
+                endpoint=endpoint,
+                retryable=True,
+                maybe_committed=not not_sent and not idempotent,
+            ) from None
+
+    def _refused(
+        self, answer: Answer, endpoint: str, attempt: int, idempotent: bool
+    ) -> GitHubError:
+        """The error for an answer of 400 or more that is not retried."""
+        status = answer.status
+        if is_rate_limited(answer):
+            return GitHubError(
+                self._redact(rate_limit_message(answer, endpoint)),
                 status=status,
                 endpoint=endpoint,
-                detail=github_message(answer),
+                retryable=True,
             )
-        raise AssertionError("unreachable")  # pragma: no cover
+        if status >= 500:
+            tries = f" after {attempt + 1} attempts" if attempt else ""
+            return GitHubError(
+                self._redact(
+                    f"GitHub answered {status} to {endpoint}{tries}: an error on GitHub's "
+                    "side, not in fleet.yaml; re-run the job later."
+                ),
+                status=status,
+                endpoint=endpoint,
+                retryable=True,
+                maybe_committed=not idempotent,
+            )
+        return GitHubError(
+            self._redact(client_error_message(answer, endpoint)),
+            status=status,
+            endpoint=endpoint,
+            detail=github_message(answer),
+        )
 
     def pause(self, attempt: int, endpoint: str) -> None:
         """The back-off before retry `attempt` + 1, within the budget."""
@@ -287,3 +300,15 @@ def _path_of(url: str | httpx.URL, base: httpx.URL) -> str:
             raw = raw[len(prefix) :]
         return raw
     return "/" + url.lstrip("/")
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """One request as _request sends it (each attempt the same)."""
+
+    method: str
+    url: str | httpx.URL
+    endpoint: str
+    params: Mapping[str, str] | None
+    json_body: JSON | None
+    idempotent: bool
