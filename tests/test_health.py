@@ -20,7 +20,9 @@ from sync.fleet.problems import FleetError
 from sync.fleet.yamlmarks import parse_yaml
 from sync.live.client import parse_route
 from sync.live.probe import BODY_CAP, NeedsKey, ask, resolve_key
-from sync.report.formats import plan_markdown, plan_text, pr_markdown, result_json, result_text
+from sync.report.json_format import result_json
+from sync.report.markdown import plan_markdown, pr_markdown
+from sync.report.text import plan_text, result_text
 
 OLD, NEW = "http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"
 
@@ -107,12 +109,12 @@ def test_without_require_health_is_shown_and_nothing_is_withheld_nor_hashed() ->
     gated = gate(plan, probed, require=False)
     assert gated.changes == plan.changes and gated.withheld == ()
     assert gated.hash == plan.hash  # a probe is not a change: it never makes a plan stale
-    body = gated.to_json()
+    body = gated.unredacted_json()
     by_id = {c["id"]: c for c in body["changes"]}
     assert by_id[route_id("f1", "m", "a")]["health"]["state"] == "no_answer"
     assert "health" not in by_id[route_id("f1", "n", "c")]  # not probed: no verdict invented
     assert [h["host"] for h in body["health"]] == ["a", "b"]
-    assert plan.to_json()["health"] is None  # not probed at all
+    assert plan.unredacted_json()["health"] is None  # not probed at all
 
 
 def test_require_keeps_the_prunes_of_a_group_whose_change_was_withheld() -> None:
