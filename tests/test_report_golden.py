@@ -18,13 +18,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sync.core.healthgate import gate
 from sync.core.plan import Plan
 from sync.core.result import Outcome, Result, Status
 from sync.core.safety import refusals
 from sync.report.markdown import plan_markdown, pr_markdown, result_markdown
 from sync.report.text import plan_text, result_text
-from tests.test_health import OLD, health, live_as, plan_with, two_host_fleet
+from tests.test_health import withheld_plan
 from tests.test_plan_cases import CASES, plan_for
 
 GOLDEN = Path(__file__).parent / "cases" / "report"
@@ -39,20 +38,6 @@ def case(stem: str, empty_live: bool = False) -> tuple[Plan, tuple[str, ...]]:
         spec["live"] = []
     plan, max_prune = plan_for(spec)
     return plan, tuple(refusals(plan, max_prune))
-
-
-def withheld() -> Plan:
-    """health: require holds back a move to a host that does not answer; a host that serves
-    something else is reported although nothing about it changes."""
-    fleet = two_host_fleet()
-    live = [live_as(fleet, "m", "a", api_base=OLD), live_as(fleet, "m", "b")]
-    live.append(live_as(fleet, "n", "c", rpm=1))
-    probed = [
-        health(fleet, "m", "a", "no_answer"),
-        health(fleet, "m", "b", "other_model", ("org/`x`",)),
-        health(fleet, "n", "c", "serves", ("org/m",)),
-    ]
-    return gate(plan_with(fleet, live), probed, require=True)
 
 
 def plan_reports(plan: Plan, refused: tuple[str, ...]) -> dict[str, str]:
@@ -81,7 +66,7 @@ def failed_apply() -> dict[str, str]:
 
 
 def withheld_apply() -> dict[str, str]:
-    plan = withheld()
+    plan = withheld_plan()
     result = Result(plan, tuple(Outcome(c, "done", "updated") for c in plan.changes))
     return {"txt": result_text(result), "md": result_markdown(result)}
 
@@ -101,7 +86,7 @@ INPUTS: dict[str, Callable[[], dict[str, str]]] = {
     "removals-and-generations": plan_input("13-removals"),
     "conflicts-and-ignored": plan_input("25-conflict-only-without-a-route-of-its-own"),
     "stored-not-listed": plan_input("12-stored-not-listed"),
-    "withheld-by-health": lambda: plan_reports(withheld(), ()),
+    "withheld-by-health": lambda: plan_reports(withheld_plan(), ()),
     "pull-request": pull_request,
     "apply-with-failures": failed_apply,
     "apply-withheld": withheld_apply,
