@@ -21,12 +21,12 @@ if TYPE_CHECKING:  # validate prints problems through the formats; it needs no p
     from sync.core.result import Result
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-"}
-NO_CHANGES = "no changes. The proxy matches fleet.yaml."
+_NO_CHANGES = "no changes. The proxy matches fleet.yaml."
 
 
 def no_changes(fleet: str | None = None) -> str:
     """The one "no changes" sentence: on its own, or after the fleet's name."""
-    return f"fleet {fleet}: {NO_CHANGES}" if fleet else NO_CHANGES[0].upper() + NO_CHANGES[1:]
+    return f"fleet {fleet}: {_NO_CHANGES}" if fleet else _NO_CHANGES[0].upper() + _NO_CHANGES[1:]
 
 
 def outcome_counts(result: Result) -> str:
@@ -50,7 +50,7 @@ def litellm_label(plan: Plan, markdown: bool = False) -> str:
     return f"LiteLLM {code(plan.litellm_version) if markdown else plan.litellm_version}"
 
 
-def shown_value(v: Any) -> str:
+def _shown_value(v: Any) -> str:
     if isinstance(v, Hidden) or v in (ABSENT, UNREADABLE):
         return str(v)
     return json.dumps(v, ensure_ascii=False)
@@ -61,19 +61,19 @@ def change_label(change: Change) -> str:
     return f"{change.model_name}{host} ({change.id})"
 
 
-NOT_LISTED = "not listed by the router: LiteLLM stored this route but serves nothing from it"
+_NOT_LISTED = "not listed by the router: LiteLLM stored this route but serves nothing from it"
 
 
 def _field(d: FieldChange) -> str:
     before, after = field_values(d.path, d.before, d.after)
     via = " (checked through the digest)" if d.checked == "digest" else ""
-    return f"{shown_path(d.path)}: {shown_value(before)} -> {shown_value(after)}{via}"
+    return f"{shown_path(d.path)}: {_shown_value(before)} -> {_shown_value(after)}{via}"
 
 
 def change_lines(change: Change) -> list[str]:
     """What a change shows, live values hidden by provenance (sync/report/redaction.py)."""
     if isinstance(change, Update):
-        lines = [f"{NOT_LISTED}; sent again"] if not change.listed else []
+        lines = [f"{_NOT_LISTED}; sent again"] if not change.listed else []
         return lines + [_field(d) for d in change.diff]
     if isinstance(change, Create) and change.replaces:
         return [
@@ -83,14 +83,14 @@ def change_lines(change: Change) -> list[str]:
         ]
     if isinstance(change, Create):
         params = desired_value(shown(change.route)["litellm_params"])
-        return [f"litellm_params.{k}: {shown_value(v)}" for k, v in params.items()]
+        return [f"litellm_params.{k}: {_shown_value(v)}" for k, v in params.items()]
     note = f"reason: {change.reason}"
     if change.replaced_by:
         note += f"; replaced by {change.replaced_by}"
     address = change.route.api_base  # live: shown in an address's shape only
     shown_address = shaped("litellm_params.api_base", address) if address else address
-    lines = [f"api_base: {shown_value(shown_address)}", note]
-    return lines if change.listed else [*lines, NOT_LISTED]
+    lines = [f"api_base: {_shown_value(shown_address)}", note]
+    return lines if change.listed else [*lines, _NOT_LISTED]
 
 
 def _leftovers(change: Create) -> list[str]:

@@ -45,10 +45,10 @@ def _frame(plan: Plan, heading: str, refused: str, refusals: Sequence[str], body
     out += [f"> [!CAUTION]\n> {refused}: {code(r)}\n" for r in refusals]
     out += _untested(plan) + _notes(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
-    out += conflicts_markdown(plan)
+    out += _conflicts(plan)
     out += body
     out += unhealthy_markdown(plan)
-    out += ignored_markdown(plan)
+    out += _ignored(plan)
     out.append(f"<sub>plan hash `{plan.hash}` · {litellm_label(plan, markdown=True)}</sub>")
     return "\n".join(out) + "\n"
 
@@ -68,9 +68,9 @@ def _untested(plan: Plan) -> list[str]:
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
     """`title` is markdown (its live parts in code spans); default: the plan's."""
     heading = title or f"fleet-sync plan for {code(plan.fleet)}"
-    body = changes_markdown(plan.changes, plan)
+    body = _changes(plan.changes, plan)
     body += [no_changes(), ""] if plan.empty else []
-    body += withheld_markdown(plan)
+    body += _withheld(plan)
     return _frame(plan, heading, "Refused without `--force`", refusals, body)
 
 
@@ -83,9 +83,9 @@ def pr_markdown(
 ) -> str:
     """The pull-request view: what this PR changes apart from drift that is already live.
     `base_note` is markdown (its live parts in code spans)."""
-    body = withheld_markdown(plan)
+    body = _withheld(plan)
     body += [f"#### This PR changes ({len(this_pr)})", f"<sub>{text(base_note)}</sub>", ""]
-    body += changes_markdown(this_pr, plan) or ["Nothing: fleet.yaml changes no route.", ""]
+    body += _changes(this_pr, plan) or ["Nothing: fleet.yaml changes no route.", ""]
     if drift:
         body += [
             f"#### Drift already live ({len(drift)})",
@@ -93,7 +93,7 @@ def pr_markdown(
             "repairs these as well.</sub>",
             "",
         ]
-        body += changes_markdown(drift, plan)
+        body += _changes(drift, plan)
     heading = f"fleet-sync plan for {code(plan.fleet)}"
     return _frame(plan, heading, "apply would refuse without `--force`", refusals, body)
 
@@ -107,14 +107,14 @@ def _conflict_markdown(conflict: Conflict) -> str:
     )
 
 
-def conflicts_markdown(plan: Plan) -> list[str]:
+def _conflicts(plan: Plan) -> list[str]:
     if not plan.conflicts:
         return []
     head = f"#### Conflicts ({len(plan.conflicts)}): ids held by routes this fleet does not own"
     return [head, "", *(f"- {_conflict_markdown(c)}" for c in plan.conflicts), ""]
 
 
-def ignored_markdown(plan: Plan) -> list[str]:
+def _ignored(plan: Plan) -> list[str]:
     if not plan.ignored:
         return []
     head = (
@@ -126,7 +126,7 @@ def ignored_markdown(plan: Plan) -> list[str]:
     return [head, "", *items, "", "</details>", ""]
 
 
-def withheld_markdown(plan: Plan) -> list[str]:
+def _withheld(plan: Plan) -> list[str]:
     """Changes health: require holds back: their host does not serve the declared model."""
     if not plan.withheld:
         return []
@@ -145,9 +145,9 @@ def withheld_markdown(plan: Plan) -> list[str]:
     ]
 
 
-def changes_markdown(changes: Iterable[Change], plan: Plan | None = None) -> list[str]:
-    """Changes grouped by model; each group folds when it is long. With the plan, each change
-    shows its host's probe result (when the hosts were probed)."""
+def _changes(changes: Iterable[Change], plan: Plan) -> list[str]:
+    """Changes grouped by model; each group folds when it is long. Each change shows its host's
+    probe result (when the hosts were probed)."""
     groups: dict[str, list[Change]] = {}
     for change in changes:
         groups.setdefault(change.model_name, []).append(change)
@@ -163,7 +163,7 @@ def changes_markdown(changes: Iterable[Change], plan: Plan | None = None) -> lis
             symbol = SYMBOL[change.action]
             lines.append(f"{symbol} {change.action} {change.host or change.id} ({change.id})")
             lines += [f"{symbol}     {line}" for line in change_lines(change)]
-            health = change_health(plan, change) if plan else None
+            health = change_health(plan, change)
             lines += [f"      {health_line(health, icon=True)}"] if health else []
         body = fence(lines, "diff")
         if len(body) > 20:
@@ -191,6 +191,6 @@ def result_markdown(result: Result, note: str = "", verified: Sequence[Verified]
             model, host, shown = (cell(code(v)) if v else "" for v in live)
             out.append(f"| {status} | {change.action} | {model} | {host} | {shown} |")
     out += verify_markdown(verified)
-    out += ["", *conflicts_markdown(result.plan)] if result.plan.conflicts else []
+    out += ["", *_conflicts(result.plan)] if result.plan.conflicts else []
     out += ["", f"<sub>plan hash `{result.plan.hash}`</sub>"]
     return "\n".join(out) + "\n"
