@@ -5,7 +5,7 @@ with a git ref (default: main) and compares the plan JSON (hash included) byte f
 
 Inputs: every tests/cases/plan case (planned with that tree's own tests/test_plan_cases.py), and
 for each size a synthetic fleet (benchmarks/synthetic.py) against three live states: ~1 %
-changed, already in sync, and empty (everything to create). Compared: Plan.to_json() (hash
+changed, already in sync, and empty (everything to create). Compared: Plan.unredacted_json() (hash
 included) and, where the tree has it, the redacted JSON the commands print. Exit 1 when any
 plan differs.
 """
@@ -55,7 +55,9 @@ def emit(tree: Path, inputs: Path) -> None:
         printed = None
 
     def body(plan: Any) -> Any:
-        return {"plan": plan.to_json(), "printed": printed(plan) if printed else None}
+        # unredacted_json: Plan.to_json before it was named for what it is
+        raw = plan.unredacted_json() if hasattr(plan, "unredacted_json") else plan.to_json()
+        return {"plan": raw, "printed": printed(plan) if printed else None}
 
     plans: dict[str, Any] = {}
     for path in CASES:

@@ -27,7 +27,7 @@ from sync.fleet.yamlmarks import parse_yaml
 from sync.litellm.releases import LiteLLMRelease
 from sync.live.apply import apply_plan
 from sync.live.client import LiteLLMClient
-from sync.report.formats import plan_text
+from sync.report.text import plan_text
 
 from .support.proxyharness import Proxy
 
@@ -91,7 +91,7 @@ def applied(proxy: Proxy, plan: Plan) -> Result:
 
 
 def outputs(plan: Plan) -> str:
-    return json.dumps(plan.to_json()) + plan_text(plan)
+    return json.dumps(plan.unredacted_json()) + plan_text(plan)
 
 
 def assert_no_resolved_value(proxy: Proxy, plan: Plan) -> None:

@@ -18,7 +18,7 @@ from sync.fleet.model import fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
 from sync.github.client import DRIFT_LABEL, drift_marker
 from sync.github.comment import GITHUB_COMMENT_LIMIT, PlanComment
-from sync.report.formats import pr_markdown
+from sync.report.markdown import pr_markdown
 
 from .support.fake_github import FakeGitHub
 from .support.proxyharness import REPO, Proxy, fleet_sync, write_fleet

@@ -32,17 +32,11 @@ from sync.fleet.yamlmarks import parse_yaml
 from sync.github.client import DRIFT_LABEL, drift_marker
 from sync.github.comment import PlanComment
 from sync.gitops import loops as gitops
-from sync.report.formats import (
-    plan_markdown,
-    plan_text,
-    pr_markdown,
-    problems_text,
-    result_markdown,
-    result_text,
-    to_json,
-)
 from sync.report.health import verify_markdown, verify_text
+from sync.report.json_format import to_json
+from sync.report.markdown import plan_markdown, pr_markdown, result_markdown
 from sync.report.redaction import plan_json
+from sync.report.text import plan_text, problems_text, result_text
 from sync.secrets import display
 from sync.secrets.scrub import ScrubbedStream, Scrubber, session, write_text
 

@@ -77,7 +77,7 @@ def test_a_5200_route_drift_report_stays_under_1_mib_and_is_kept_whole_as_a_file
 def test_report_files_say_where_they_are(tmp_path: Path) -> None:
     plan = big_plan(1)
     files = ReportFiles.from_env({"FLEET_SYNC_REPORT_DIR": str(tmp_path / "r")})
-    where = files.save("big", "plan", "# plan\n", plan.to_json())
+    where = files.save("big", "plan", "# plan\n", plan.unredacted_json())
     assert where == f"the full plan was written to `{tmp_path / 'r' / 'big.plan.md'}` on the runner"
     assert ReportFiles.from_env({}).directory is None
     blocked = tmp_path / "file"

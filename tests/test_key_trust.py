@@ -26,7 +26,8 @@ from sync.gitops import gitref
 from sync.gitops.host_moved import NEEDS_KEY, automerge_refusal
 from sync.gitops.keytrust import at_head, for_run, trust_of
 from sync.live.probe import probe_fleet
-from sync.report.formats import plan_markdown, plan_text
+from sync.report.markdown import plan_markdown
+from sync.report.text import plan_text
 
 from .support.upstream import Upstream
 
@@ -290,7 +291,7 @@ def test_require_withholds_a_change_whose_address_needs_a_key_and_reports_say_so
     assert "withheld: http://10.0.0.2:8000/v1 needs a key (GET /models" in plan_markdown(held)
     shown = plan_markdown(moved_plan(health_of("needs_key")))  # the PR comment's change block
     assert "probe: 🔑 needs a key (GET /models answered 401 without a key); key not" in shown
-    body = held.to_json()
+    body = held.unredacted_json()
     [entry] = body["withheld"]
     assert entry["health"]["state"] == "needs_key" and entry["health"]["key_sent"] is False
 

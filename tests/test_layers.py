@@ -40,7 +40,7 @@ def test_the_package_keeps_every_contract() -> None:
         ("github/comment.py", "import sync.live.answers", "Parts import only parts below them"),
         ("fleet/model.py", "import sync.core.render", "Parts import only parts below them"),
         ("core/compare.py", "import click", "Only commands import click"),
-        ("report/formats.py", "import httpx", "Only live, github and untrusted speak HTTP"),
+        ("report/text.py", "import httpx", "Only live, github and untrusted speak HTTP"),
         ("live/probe.py", "import git", "Only gitops and commands run git"),
     ],
 )

@@ -24,8 +24,8 @@ from sync.core.safety import refusals
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
 from sync.live.client import parse_route
-from sync.report.formats import IGNORED_SHOWN, plan_text
 from sync.report.redaction import plan_json
+from sync.report.text import IGNORED_SHOWN, plan_text
 
 CASES = sorted((Path(__file__).parent / "cases" / "plan").glob("*.yaml"))
 # What LiteLLM 1.108.7 adds to every entry of /v2/model/info: its boolean defaults in
@@ -224,7 +224,7 @@ def test_a_resolved_or_masked_live_value_is_never_in_a_plan() -> None:
     case["applied"]["defaults"]["litellm_params"]["organization"] = "os.environ/OLD_ORG"
     case["live"][0]["applied"] = True
     plan, _ = plan_for(case)
-    body = plan.to_json()
+    body = plan.unredacted_json()
     text = json.dumps(body) + plan_text(plan)
     assert "resolved-" not in text and "****" not in text
     assert "os.environ/ORG" in text and "os.environ/NOTE" in text  # a reference is not a secret
@@ -255,4 +255,4 @@ def test_text_plan_lists_a_bounded_number_of_ignored_routes() -> None:
     assert (
         len([line for line in text.splitlines() if line.startswith("    x (x-")]) <= IGNORED_SHOWN
     )
-    assert len(plan.to_json()["ignored"]) == len(plan.ignored)  # JSON keeps every one
+    assert len(plan.unredacted_json()["ignored"]) == len(plan.ignored)  # JSON keeps every one

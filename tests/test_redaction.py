@@ -22,7 +22,7 @@ from sync.core.render import render
 from sync.fleet.model import fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
 from sync.live.client import parse_route
-from sync.report.formats import plan_markdown, plan_text
+from sync.report.markdown import plan_markdown
 from sync.report.redaction import (
     HIDDEN_CREDENTIAL,
     HIDDEN_DIFFERS,
@@ -36,6 +36,7 @@ from sync.report.redaction import (
     plan_json,
     shown_path,
 )
+from sync.report.text import plan_text
 from sync.secrets.scrub import MASK, ScrubbedStream, Scrubber, session
 
 MASTER = "sk-master-0123456789abcdef"
@@ -198,11 +199,11 @@ def test_no_output_format_shows_a_live_secret() -> None:
 
 
 def test_redaction_changes_only_what_it_must() -> None:
-    """Without secrets, the JSON plan is Plan.to_json() unchanged."""
+    """Without secrets, the JSON plan is Plan.unredacted_json() unchanged."""
     fleet = fleet_from_doc(parse_yaml(FLEET, "fleet.yaml"), "fleet.yaml")
     desired = render(fleet)
     plan = make_plan(fleet, desired, [])
-    assert plan_json(plan) == plan.to_json()
+    assert plan_json(plan) == plan.unredacted_json()
 
 
 # -- the final scrub ---------------------------------------------------------------------------

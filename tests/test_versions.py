@@ -13,7 +13,8 @@ from sync.core.render import render
 from sync.fleet.model import fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
 from sync.litellm.releases import TESTED, TESTED_RANGE, LiteLLMRelease, parse
-from sync.report.formats import plan_markdown, plan_text, pr_markdown
+from sync.report.markdown import plan_markdown, pr_markdown
+from sync.report.text import plan_text
 
 
 @pytest.mark.parametrize(
@@ -74,8 +75,8 @@ def test_plans_show_the_version_and_do_not_hash_it() -> None:
     assert plan_text(known).splitlines()[0].endswith("  LiteLLM 1.110.2")
     assert plan_text(unknown).splitlines()[0].endswith("  LiteLLM version unknown")
     assert "· LiteLLM `1.110.2`</sub>" in plan_markdown(known)  # the proxy says it: code
-    assert json.loads(json.dumps(known.to_json()))["litellm_version"] == "1.110.2"
-    assert unknown.to_json()["litellm_version"] is None
+    assert json.loads(json.dumps(known.unredacted_json()))["litellm_version"] == "1.110.2"
+    assert unknown.unredacted_json()["litellm_version"] is None
 
 
 def test_markdown_warns_on_an_untested_version_only() -> None:

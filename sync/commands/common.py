@@ -166,7 +166,7 @@ def read_proxy_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 def read_fleet(path: Path) -> Fleet:
     from sync.fleet.model import load_fleet
-    from sync.report.formats import problems_text
+    from sync.report.text import problems_text
 
     scrub.active().remember_fleet(path, os.environ)
     try:

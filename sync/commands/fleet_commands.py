@@ -23,7 +23,7 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     from sync.core.render import render
     from sync.fleet.model import load_fleet
     from sync.fleet.problems import FleetError, Problem
-    from sync.report.formats import problems_github, problems_text, to_json
+    from sync.report.formats import format_named
 
     files = [*more_files] or [fleet_file]
     problems: list[Problem] = []
@@ -39,17 +39,12 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
             f"{path}: valid (fleet {fleet.name}: {len(fleet.models)} models, "
             f"{len(render(fleet))} routes)"
         )
-    if fmt == "json":
-        body = {"valid": not problems, "problems": [p.as_dict() for p in problems]}
-        click.echo(to_json(body), nl=False)
-    elif fmt == "github":
-        # The one output whose lines are meant as workflow commands: the final scrub lets
-        # these through (every other line starting with `::` is shown, not run).
-        scrub.write_annotations(problems_github(problems))
-        click.echo("".join(f"{line}\n" for line in valid), nl=False)
-    else:
-        click.echo(problems_text(problems), nl=False)
-        click.echo("".join(f"{line}\n" for line in valid), nl=False)
+    shown = format_named(fmt).show_problems(problems, valid)
+    if shown.annotations:
+        # Lines meant as workflow commands: the final scrub lets these through (every other
+        # line starting with `::` is shown, not run).
+        scrub.write_annotations(shown.annotations)
+    click.echo(shown.text, nl=False)
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
         raise Exit(EXIT_ERROR)

@@ -53,7 +53,7 @@ def set_host(
     """
     from sync.edit.fleet_file import read_text, unified_diff, write_atomically
     from sync.edit.writer import HostEdit, edit_host
-    from sync.report.formats import problems_text
+    from sync.report.text import problems_text
 
     if api_base is None and enabled is None:
         fail("nothing to change: give --api-base URL, --enable or --disable")
@@ -127,7 +127,7 @@ def propose(
     from sync.github.actions import GitHubError
     from sync.gitops import host_moved
     from sync.gitops.gitref import GitRefError
-    from sync.report.formats import plan_text
+    from sync.report.text import plan_text
 
     if not base:
         fail("no base branch: pass --base BRANCH (GitHub Actions sets GITHUB_REF_NAME)")
@@ -210,7 +210,7 @@ def import_command(
     from sync.edit.importer import ADOPTION, API_KEY_NOTE, import_fleet, kept_warning
     from sync.fleet.model import fleet_from_doc
     from sync.fleet.yamlmarks import parse_yaml
-    from sync.report.formats import problems_text
+    from sync.report.text import problems_text
 
     if output is not None and output.exists():
         fail(f"{output} exists; choose another path or remove it first")

@@ -59,17 +59,9 @@ def colour() -> bool:
 
 
 def show_plan(plan: Plan, fmt: str, unsafe: tuple[str, ...] = ()) -> None:
-    from sync.report.formats import plan_markdown, plan_text, to_json
-    from sync.report.redaction import plan_json
+    from sync.report.formats import format_named
 
-    if fmt == "json":
-        body = plan_json(plan)
-        body["refused"] = list(unsafe)
-        click.echo(to_json(body), nl=False)
-    elif fmt == "markdown":
-        click.echo(plan_markdown(plan, refusals=unsafe), nl=False)
-    else:
-        click.echo(plan_text(plan, colour(), unsafe), nl=False)
+    click.echo(format_named(fmt).show_plan(plan, unsafe, colour()), nl=False)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -124,7 +116,7 @@ def plan(
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
     from sync.core.safety import refusals
     from sync.gitops import loops as gitops
-    from sync.report.formats import to_json
+    from sync.report.json_format import to_json
     from sync.report.redaction import plan_json
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
@@ -231,8 +223,7 @@ def apply(
     from sync.core.result import Result
     from sync.core.safety import refusals
     from sync.gitops import loops as gitops
-    from sync.report.formats import result_json, result_text, to_json
-    from sync.report.health import verify_text
+    from sync.report.formats import format_named
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     reviewed = read_saved(saved) if saved is not None else None  # before the proxy is asked
@@ -249,36 +240,26 @@ def apply(
         if reviewed is not None:
             check_saved(reviewed, the_plan)  # a dry run previews exactly what apply would do
         if dry_run:
-            show_plan(the_plan, "json" if fmt == "json" else "text", () if force else unsafe)
+            show_plan(the_plan, fmt, () if force else unsafe)
             if unsafe and not force:
                 fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
             return
         if unsafe and not force:
-            show_plan(the_plan, "json" if fmt == "json" else "text", unsafe)
+            show_plan(the_plan, fmt, unsafe)
             fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
         if the_plan.empty:
             result = Result(the_plan, ())
         else:
             check_can_write(client)
-            if fmt == "text":
-                show_plan(the_plan, "text")
+            if format_named(fmt).plan_before_apply:
+                show_plan(the_plan, fmt)
             result = run_apply(the_plan, client, concurrency, confirm_timeout)
     # api_key is set: connect() refuses to run without it.
     verified = (
         verify_result(result, fleet, client.write_url, api_key or "", timeout) if verify else ()
     )
-    if fmt == "json":
-        body = result_json(result)
-        if verify:
-            body["verify"] = [v.as_dict() for v in verified]
-        click.echo(to_json(body), nl=False)
-    else:
-        if the_plan.empty:
-            click.echo(f"fleet {fleet.name}: no changes. The proxy matches fleet.yaml.")
-        else:
-            click.echo(result_text(result), nl=False)
-        if verify:
-            click.echo(verify_text(verified, client.write_url), nl=False)
+    shown = format_named(fmt).show_result(result, verified if verify else None, client.write_url)
+    click.echo(shown, nl=False)
     if github_comment:
         on_github(lambda: gitops.comment_result(result, os.environ, verified))
     if the_plan.conflicts:
@@ -297,7 +278,7 @@ def run_apply(
     from sync.core.result import Result
     from sync.live.apply import ApplyAborted, apply_plan
     from sync.live.progress import progress_for
-    from sync.report.formats import result_text
+    from sync.report.text import result_text
 
     progress = progress_for(sys.stderr)
     try:
@@ -343,7 +324,7 @@ def drift(
     from sync.core.health import PROBE_TIMEOUT
     from sync.core.safety import refusals
     from sync.gitops import loops as gitops
-    from sync.report.formats import result_text
+    from sync.report.text import result_text
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
     code = EXIT_OK

@@ -76,7 +76,10 @@ class Plan:
         body = canonical_json(content)
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
-    def to_json(self) -> dict[str, Any]:
+    def unredacted_json(self) -> dict[str, Any]:
+        """The plan with the live values as the proxy listed them: what the hash covers and
+        what tests and benchmarks compare, never an output. Every output shows
+        sync/report/redaction.py's plan_json, which hides live values by provenance."""
         return {
             "version": 1,
             "fleet": self.fleet,

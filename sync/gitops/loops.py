@@ -21,7 +21,8 @@ from sync.github.client import GitHubClient
 from sync.github.comment import PlanComment, add_run, fit, marker_for
 from sync.github.identity import AUTHOR_VARIABLE
 from sync.gitops.gitref import GitRefError, file_at, merge_base
-from sync.report.formats import plan_markdown, pr_markdown, result_json, result_markdown
+from sync.report.json_format import result_json
+from sync.report.markdown import plan_markdown, pr_markdown, result_markdown
 from sync.report.redaction import plan_json
 from sync.secrets.display import code
 from sync.secrets.scrub import scrub

@@ -1,6 +1,6 @@
-"""Probe results and proxy verification as text and markdown lines, for report.py (whose
-display rule holds here too: text lines start with fleet-sync's words and are escaped by the
-caller, live strings in markdown sit in code spans)."""
+"""Probe results and proxy verification as text and markdown lines, for text.py and
+markdown.py (whose display rule holds here too: text lines start with fleet-sync's words and are
+escaped by the caller, live strings in markdown sit in code spans)."""
 
 from __future__ import annotations
 

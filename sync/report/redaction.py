@@ -209,8 +209,8 @@ def desired_view(change: Change, plan: Plan) -> Any:
     return MISSING
 
 
-def change_json(change: Change, body: dict[str, Any], desired: Any) -> dict[str, Any]:
-    """One change of Plan.to_json() with its live values hidden by provenance."""
+def _redacted(body: dict[str, Any], desired: Any) -> dict[str, Any]:
+    """One change of Plan.unredacted_json() with its live values hidden by provenance."""
     out = dict(body)
     if out.get("before") is not None:
         out["before"] = live_value(out["before"], desired, "")
@@ -225,11 +225,12 @@ def change_json(change: Change, body: dict[str, Any], desired: Any) -> dict[str,
 
 
 def plan_json(plan: Plan) -> dict[str, Any]:
-    """Plan.to_json() as every output shows it (stdout, --out, the PR comment)."""
-    body = plan.to_json()
+    """The plan's JSON as every output shows it (stdout, --out, the PR comment, the job's
+    artifact): Plan.unredacted_json() with its live values hidden by provenance."""
+    body = plan.unredacted_json()
     entries = zip(plan.changes, body["changes"], strict=True)
-    body["changes"] = [change_json(c, entry, desired_view(c, plan)) for c, entry in entries]
+    body["changes"] = [_redacted(entry, desired_view(c, plan)) for c, entry in entries]
     # A change health: require holds back shows its live values too (an update's before).
     held = zip(plan.withheld, body["withheld"], strict=True)
-    body["withheld"] = [change_json(w.change, e, desired_view(w.change, plan)) for w, e in held]
+    body["withheld"] = [_redacted(e, desired_view(w.change, plan)) for w, e in held]
     return body
