@@ -1,0 +1,115 @@
+"""propose: fleet.yaml as set-host left it, as a pull request with its plan comment (and
+an automatic merge when asked and the plan only moves the host)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from sync.commands.common import connect, fail, read_fleet, read_live, with_source
+from sync.commands.health_options import gate_plan, head_trust, health_options
+from sync.commands.options import fleet_option, read_proxy_options
+from sync.secrets import display
+
+
+@click.command()
+@click.argument("model")
+@click.argument("host")
+@fleet_option
+@read_proxy_options
+@click.option(
+    "--base",
+    envvar="GITHUB_REF_NAME",
+    show_envvar=True,
+    metavar="BRANCH",
+    help="The branch the pull request goes into (the checked-out one).",
+)
+@click.option(
+    "--automerge",
+    is_flag=True,
+    help="Merge when the plan only moves this host (one in-place update, no prune, nothing "
+    "else) to an address the probe, sent without the host's key, shows serving the model; "
+    "then start the apply workflow. A new address that needs a key waits for a review.",
+)
+@health_options
+@click.option(
+    "--apply-workflow",
+    default="apply.yml",
+    show_default=True,
+    metavar="FILE",
+    help="Workflow started after an automatic merge ('' for none).",
+)
+def propose(
+    model: str,
+    host: str,
+    fleet_file: Path,
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    base: str | None,
+    automerge: bool,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
+    apply_workflow: str,
+) -> None:
+    """Propose fleet.yaml as set-host left it: one commit on the host's branch, its pull
+    request opened or updated, and the plan comment on it (GITHUB_TOKEN, GITHUB_REPOSITORY).
+
+    Run after `fleet-sync set-host MODEL HOST --api-base URL` in a checkout of BRANCH.
+    """
+    from sync.core.safety import refusals
+    from sync.github.actions import GitHubError
+    from sync.gitops import host_moved
+    from sync.gitops.gitref import GitRefError
+    from sync.report.formats import plan_text
+
+    if not base:
+        fail("no base branch: pass --base BRANCH (GitHub Actions sets GITHUB_REF_NAME)")
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    hosts = {h.name: h for m in fleet.models if m.name == model for h in m.hosts}
+    if host not in hosts:
+        fail(f"{fleet_file}: no host {host!r} in model {model!r}; run set-host first")
+    try:
+        with host_moved.client(os.environ) as github:
+            proposal = host_moved.propose(
+                github, fleet_file, model, host, hosts[host].api_base, base
+            )
+            if proposal.number is None:
+                click.echo(f"nothing to propose: {base} already says this; no open pull request")
+                return
+            click.echo(f"pull request #{proposal.number} {proposal.action}: {proposal.url}")
+            if proposal.action == "closed":
+                return
+            with connect(proxy_urls, api_key, timeout) as proxy:
+                live = read_live(proxy, fleet, fleet_file=fleet_file)
+            # An automatic merge needs proof the new address serves: it always probes. Keys go
+            # only to addresses the checkout has: the payload's address is asked without one.
+            the_plan = gate_plan(
+                fleet,
+                live.plan(fleet, False),
+                probe or automerge,
+                require_healthy,
+                probe_timeout,
+                head_trust(fleet_file),
+            )
+            unsafe = refusals(the_plan, fleet.max_prune_percent)
+            click.echo(plan_text(the_plan, False, unsafe), nl=False)
+            merge = (base, apply_workflow) if automerge else None
+            for line in host_moved.comment_and_maybe_merge(
+                github,
+                proposal,
+                model,
+                host,
+                fleet_file,
+                the_plan,
+                lambda base: live.plan(with_source(base, fleet_file, os.environ), False),
+                unsafe,
+                os.environ,
+                merge,
+            ):
+                click.echo(display.text(line))  # may quote a probed upstream's answer
+    except (GitHubError, GitRefError, ValueError) as exc:
+        fail(f"GitHub: {exc}" if isinstance(exc, GitHubError) else str(exc))
