@@ -146,11 +146,7 @@ def apply(
     if github_comment:
         on_github(lambda: gitops.comment_result(result, os.environ, verified))
     if the_plan.conflicts:
-        click.echo(
-            f"error: {len(the_plan.conflicts)} host(s) have no route: their ids are held by "
-            "routes this fleet does not own (left alone; see the plan's conflicts)",
-            err=True,
-        )
+        say_conflicts(len(the_plan.conflicts))
     if not result.complete or not all(v.ok for v in verified):
         raise Exit(EXIT_INCOMPLETE)
 
@@ -176,3 +172,11 @@ def show_result(
             click.echo(result_text(result), nl=False)
         if verify:
             click.echo(verify_text(verified, write_url), nl=False)
+
+
+def say_conflicts(count: int) -> None:
+    click.echo(
+        f"error: {count} host(s) have no route: their ids are held by routes this fleet does "
+        "not own (left alone; see the plan's conflicts)",
+        err=True,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,11 @@ from sync.commands.common import connect, fail, read_fleet, read_live, with_sour
 from sync.commands.health_options import gate_plan, head_trust, health_options
 from sync.commands.options import fleet_option, read_proxy_options
 from sync.secrets import display
+
+if TYPE_CHECKING:
+    from sync.core.plan import Plan
+    from sync.fleet.model import Fleet
+    from sync.live.state import LiveState
 
 
 @click.command()
@@ -83,18 +89,9 @@ def propose(
             click.echo(f"pull request #{proposal.number} {proposal.action}: {proposal.url}")
             if proposal.action == "closed":
                 return
-            with connect(proxy_urls, api_key, timeout) as proxy:
-                live = read_live(proxy, fleet, fleet_file=fleet_file)
-            # An automatic merge needs proof the new address serves: it always probes. Keys go
-            # only to addresses the checkout has: the payload's address is asked without one.
-            the_plan = gate_plan(
-                fleet,
-                live.plan(fleet, False),
-                probe or automerge,
-                require_healthy,
-                probe_timeout,
-                head_trust(fleet_file),
-            )
+            # An automatic merge needs proof the new address serves: it always probes.
+            health = (probe or automerge, require_healthy, probe_timeout)
+            live, the_plan = host_plan(fleet, fleet_file, (proxy_urls, api_key, timeout), health)
             unsafe = refusals(the_plan, fleet.max_prune_percent)
             click.echo(plan_text(the_plan, False, unsafe), nl=False)
             merge = (base, apply_workflow) if automerge else None
@@ -113,3 +110,16 @@ def propose(
                 click.echo(display.text(line))  # may quote a probed upstream's answer
     except (GitHubError, GitRefError, ValueError) as exc:
         fail(f"GitHub: {exc}" if isinstance(exc, GitHubError) else str(exc))
+
+
+def host_plan(
+    fleet: Fleet,
+    fleet_file: Path,
+    proxy: tuple[tuple[str, ...], str | None, float],
+    health: tuple[bool, bool, float],
+) -> tuple[LiveState, Plan]:
+    """The live state and the plan of the proposed fleet.yaml, probed as `health` asks. Keys go
+    only to addresses the checkout has: the payload's address is asked without one."""
+    with connect(*proxy) as client:
+        live = read_live(client, fleet, fleet_file=fleet_file)
+    return live, gate_plan(fleet, live.plan(fleet, False), *health, head_trust(fleet_file))
