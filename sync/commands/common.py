@@ -263,5 +263,5 @@ def on_github(call: Callable[[], str]) -> None:
         click.echo(display.text(call()), err=True)
     except ReportDirError as exc:
         fail(str(exc))
-    except (GitHubError, ValueError) as exc:
+    except GitHubError as exc:
         fail(f"GitHub: {exc}")

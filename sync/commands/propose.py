@@ -108,7 +108,7 @@ def propose(
                 merge,
             ):
                 click.echo(display.text(line))  # may quote a probed upstream's answer
-    except (GitHubError, GitRefError, ValueError) as exc:
+    except (GitHubError, GitRefError) as exc:
         fail(f"GitHub: {exc}" if isinstance(exc, GitHubError) else str(exc))
 
 
