@@ -41,13 +41,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.memproxy import MemoryProxy, serve_in_background
 from benchmarks.synthetic import fleet_text, scenario
-from sync.commands.common import LiveState, read_live
 from sync.core.plan import Change, Create, Plan
 from sync.core.render import render
 from sync.fleet.model import Fleet, load_fleet
 from sync.live.apply import _ReadBack, _Written
 from sync.live.client import LiteLLMClient
 from sync.live.progress import Silent
+from sync.live.state import LiveState, read_live
 
 T = TypeVar("T")
 KEY = "sk-benchmark"
@@ -67,7 +67,7 @@ def best(runs: int, action: Callable[[], T]) -> tuple[float, T]:
 def read(client: LiteLLMClient, fleet: Fleet) -> LiveState:
     """As plan and apply read: readiness, every page, pod agreement, the stored rows of each
     of the fleet's model groups, the LiteLLM version."""
-    return read_live(client, fleet, settle_timeout=0)
+    return read_live(client, fleet, lambda line: None, settle_timeout=0)
 
 
 def planned(fleet: Fleet, live: LiveState) -> Plan:

@@ -27,6 +27,7 @@ from .support.proxyharness import (
 SESSION = secrets.token_hex(2)
 VERSIONS_VARIABLE = "FLEET_SYNC_LITELLM_VERSIONS"
 MATRIX = "litellm_matrix"
+LIVE = "live"
 # Versions whose proxies were stopped in this run: one starting again means the tests of a
 # version ran in two groups, each starting ~600 MB per pod again.
 _FINISHED: set[str] = set()
@@ -46,6 +47,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"{MATRIX}: runs against every selected LiteLLM version (--litellm-versions)"
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{LIVE}: needs a real LiteLLM (started by the harness, or LITELLM_PROXY_URL(S)); "
+        f"-m 'not {LIVE}' runs the rest",
     )
 
 
@@ -140,7 +146,13 @@ _MATRIX_IDS: set[str] = set()
 _MATRIX_SECONDS: dict[str, float] = {}  # version -> its matrix tests' setup + call + teardown
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Every test that starts or reads a real LiteLLM does so through litellm_version: marked
+    # here, none can lack the mark, and `-m "not live"` leaves out exactly those.
+    for item in items:
+        if "litellm_version" in getattr(item, "fixturenames", ()):
+            item.add_marker(LIVE)
     _MATRIX_IDS.update(i.nodeid for i in items if i.get_closest_marker(MATRIX) is not None)
 
 

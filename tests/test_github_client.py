@@ -221,10 +221,10 @@ def test_plan_and_apply_comments_are_separate(
 
 def test_upsert_refuses_a_body_that_does_not_start_with_its_header(client: GitHubClient) -> None:
     marker = marker_for("gpu-fleet", "plan")
-    with pytest.raises(ValueError, match="header"):
+    with pytest.raises(GitHubError, match="header"):
         client.upsert_sticky_comment(1, marker, "no header")
     quoted = PlanComment("gpu-fleet", HASH_A, "plan", "x").render()
-    with pytest.raises(ValueError, match="header"):
+    with pytest.raises(GitHubError, match="header"):
         client.upsert_sticky_comment(1, marker, "a plan quoting a route name:\n" + quoted)
 
 
@@ -273,7 +273,7 @@ def test_oversized_comment_is_refused_before_any_call(
 ) -> None:
     pr = fake_github.add_pull_request()
     marker, body = plan_body("gpu-fleet", HASH_A, "x" * 70_000)
-    with pytest.raises(ValueError, match="fit"):
+    with pytest.raises(GitHubError, match="fit"):
         client.upsert_sticky_comment(pr, marker, body)
     assert fake_github.calls == []
 

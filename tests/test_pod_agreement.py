@@ -12,11 +12,12 @@ import httpx
 import pytest
 import yaml
 
-from sync.commands.common import Exit, read_live
 from sync.core.render import render
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
 from sync.live.client import LiteLLMClient
+from sync.live.errors import ProxyError
+from sync.live.state import read_live
 
 PODS = ("http://127.0.0.1:1", "http://127.0.0.1:2")
 FLEET = {
@@ -68,7 +69,7 @@ def pods(listings: Mapping[str, Sequence[dict[str, Any]]]) -> httpx.MockTranspor
 
 def read(listings: Mapping[str, Sequence[dict[str, Any]]]) -> list[str]:
     with LiteLLMClient(PODS, "sk-test", transport=pods(listings)) as client:
-        state = read_live(client, fleet(), settle_timeout=0)
+        state = read_live(client, fleet(), lambda line: None, settle_timeout=0)
     return sorted(r.id for r in state.listed)
 
 
@@ -77,16 +78,13 @@ def test_pods_that_enrich_unrelated_routes_differently_agree() -> None:
     assert read(listings) == sorted([ours()["model_info"]["id"], "x-1"])
 
 
-def test_pods_that_differ_on_a_route_the_plan_reads_do_not_agree(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_pods_that_differ_on_a_route_the_plan_reads_do_not_agree() -> None:
     moved = ours(api_base="http://10.0.0.2:8000/v1")
-    with pytest.raises(Exit) as stopped:
+    with pytest.raises(ProxyError, match="pods still disagree") as stopped:
         read({PODS[0]: [ours(), other(1e-6)], PODS[1]: [moved, other(1e-6)]})
-    assert stopped.value.code == 1
-    assert "pods still disagree" in capsys.readouterr().err
+    assert stopped.value.exit_code == 1
 
 
 def test_pods_that_differ_on_which_owned_routes_exist_do_not_agree() -> None:
-    with pytest.raises(Exit):
+    with pytest.raises(ProxyError):
         read({PODS[0]: [ours()], PODS[1]: []})

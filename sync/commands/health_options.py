@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from sync.commands.common import Seconds
+from sync.commands.options import Seconds
 from sync.core.health import PROBE_TIMEOUT
 
 if TYPE_CHECKING:  # the rest only when a command runs: the options are read at start-up

@@ -26,7 +26,9 @@ TAG_PATHS = "fleet_sync_paths"
 TAGS = frozenset({TAG_FLEET, TAG_HOST, TAG_DIGEST, TAG_PATHS, TAG_SOURCE})
 TAG_PREFIX = "fleet_sync_"  # every tag's, these and any a later fleet-sync adds
 READ = "read"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+# What a route id, a host name import makes up, or a branch name may not hold: one rule for
+# the three, so a name safe in one is safe in the others.
+UNSAFE_NAME_CHARACTERS = re.compile(r"[^A-Za-z0-9._-]+")
 # A route id and its generation: <base>, then <base>-g2, <base>-g3 ... for the routes that
 # replace it when LiteLLM cannot change it in place (it cannot remove a key).
 _GENERATION = re.compile(r"^(?P<base>.+-[0-9a-f]{10})(?:-g(?P<n>[1-9][0-9]{0,5}))?$")
@@ -118,7 +120,9 @@ def route_id(fleet: str, model: str, host: str) -> str:
     two names slug to the same text.
     """
     digest = hashlib.sha256(f"{fleet}\0{model}\0{host}".encode()).hexdigest()[:10]
-    slug = "-".join(_UNSAFE.sub("-", part).strip("-") for part in (fleet, model, host))
+    slug = "-".join(
+        UNSAFE_NAME_CHARACTERS.sub("-", part).strip("-") for part in (fleet, model, host)
+    )
     return f"{slug}-{digest}"
 
 

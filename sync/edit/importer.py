@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from sync.core.render import Route, canonical_json
+from sync.core.render import UNSAFE_NAME_CHARACTERS, Route, canonical_json
 from sync.edit.import_rules import info_verdict, param_verdict, shown_key, shows_address
 from sync.edit.import_yaml import COMMENT_WIDTH, fleet_text, wrap
 from sync.fleet.model import DEFAULT_PROVIDER, address_problem, normalise_address
@@ -45,7 +45,6 @@ SHARED_INFO = (
     "model information LiteLLM lists on every route serving this model, from any of them: "
     "import cannot tell this route's own"
 )
-_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}")
 _MODEL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}")
 API_KEY_NOTE = (
@@ -108,7 +107,7 @@ def host_name(api_base: str) -> str:
     name = (parts.hostname or "host").lower()
     if parts.port:
         name += f"-{parts.port}"
-    return _NAME_UNSAFE.sub("-", name).strip("-._")[:63] or "host"
+    return UNSAFE_NAME_CHARACTERS.sub("-", name).strip("-._")[:63] or "host"
 
 
 def _unique(hosts: list[_Host]) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sync.errors import FleetSyncError
+
 
 @dataclass(frozen=True, order=True)
 class Problem:
@@ -22,7 +24,7 @@ class Problem:
         return {"file": self.file, "line": self.line, "col": self.col, "message": self.message}
 
 
-class FleetError(Exception):
+class FleetError(FleetSyncError):
     """fleet.yaml is unreadable or invalid; carries every problem found in one run."""
 
     def __init__(self, problems: Iterable[Problem]) -> None:

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 
+from sync.errors import FleetSyncError
 from sync.github.comment import fit
 from sync.github.identity import AUTHOR_VARIABLE, is_login
 from sync.secrets import scrub
@@ -30,7 +31,7 @@ MAX_TIMEOUT = 3600.0
 SUMMARY_LIMIT = 1024 * 1024
 
 
-class GitHubError(Exception):
+class GitHubError(FleetSyncError):
     """A GitHub call failed; ``str(err)`` is one sentence saying what happened and what to do."""
 
     def __init__(

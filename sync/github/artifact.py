@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sync.errors import FleetSyncError
 from sync.secrets import scrub
 
 WHAT = {"plan": "plan", "apply": "apply result", "drift": "drift report"}
 REPORT_DIR_VARIABLE = "FLEET_SYNC_REPORT_DIR"
 
 
-class ReportDirError(ValueError):
+class ReportDirError(FleetSyncError):
     """The report directory cannot be written; the message names the variable and the fix."""
 
 

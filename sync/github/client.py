@@ -170,7 +170,7 @@ class GitHubClient(GitHubHTTP):
         """Edit our comment headed by ``marker`` in place, or post it once if there is none (or
         who we are is unknown: then a new comment, never an edit)."""
         if not _headed(body, marker):
-            raise ValueError("the sticky comment body must start with its header")
+            raise GitHubError("the sticky comment body must start with its header")
         _check_length(body)
         attempts = self._retries + 1
         for attempt in range(attempts):
@@ -288,7 +288,7 @@ def _raise_if_fatal(exc: GitHubError) -> None:
 
 def _check_length(body: str) -> None:
     if len(body) > GITHUB_COMMENT_LIMIT:
-        raise ValueError(
+        raise GitHubError(
             f"comment of {len(body)} characters exceeds GitHub's {GITHUB_COMMENT_LIMIT}: "
             "shorten it with sync.github.comment.fit"
         )

@@ -289,7 +289,7 @@ class GitHubHTTP:
 
     def _redact(self, text: str) -> str:
         token = self.config.token
-        return scrub.scrub(text.replace(token, "***") if token else text)
+        return scrub.scrub(text.replace(token, scrub.MASK) if token else text)
 
 
 def _path_of(url: str | httpx.URL, base: httpx.URL) -> str:

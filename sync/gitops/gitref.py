@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     import git
 
 
-class GitRefError(Exception):
-    pass
+class GitRefError(FleetSyncError):
+    """A git revision or repository fleet-sync needs cannot be read; the message says which."""
 
 
 class GitNotFound(FleetSyncError):

@@ -20,9 +20,10 @@ plan says what could not be.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from sync.live.state import PastGroups
 
 # A top-level `models:` whose value starts on the next line (block style).
 _MODELS = re.compile(r"^models:[ \t]*(#.*)?$", re.MULTILINE)
@@ -39,14 +40,6 @@ _KEY = re.compile(
 
 # A rename or copy in `git show --name-status -z`: R or C and the similarity, then two paths.
 _STATUS = re.compile(r"[RC][0-9]{1,3}")
-
-
-@dataclass(frozen=True)
-class PastGroups:
-    """Model groups some version of fleet.yaml declared, and why the list may be short."""
-
-    groups: frozenset[str] = frozenset()
-    note: str | None = None  # set when part of the history could not be read
 
 
 def declared_groups(fleet_file: Path) -> PastGroups:

@@ -10,13 +10,12 @@ starts the apply workflow through workflow_dispatch, the one event that token ma
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from sync.core.plan import Plan, Update
-from sync.core.render import TAG_DIGEST
+from sync.core.render import TAG_DIGEST, UNSAFE_NAME_CHARACTERS
 from sync.fleet.model import Fleet
 from sync.github.actions import GitHubConfig
 from sync.github.pulls import PullRequestClient
@@ -28,7 +27,6 @@ BRANCH_PREFIX = "fleet-sync/host-moved"
 # What a plan may change for a host move to merge without review: the address, and the digest
 # tag that covers it.
 MOVE_PATHS = frozenset({"litellm_params.api_base", f"model_info.{TAG_DIGEST}"})
-_REF_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def branch_name(model: str, host: str) -> str:
@@ -36,7 +34,7 @@ def branch_name(model: str, host: str) -> str:
     as they are; a short hash of the real names keeps two that reduce alike apart."""
     parts = []
     for name in (model, host):
-        safe = _REF_UNSAFE.sub("-", name).strip(".-").replace("..", ".")[:60] or "x"
+        safe = UNSAFE_NAME_CHARACTERS.sub("-", name).strip(".-").replace("..", ".")[:60] or "x"
         if safe != name or safe.endswith(".lock"):
             safe = f"{safe}-{hashlib.sha256(name.encode()).hexdigest()[:8]}"
         parts.append(safe)

@@ -22,6 +22,7 @@ from sync.core.compare import diff
 from sync.core.plan import Change, Create, Delete, Plan, Update
 from sync.core.render import Route
 from sync.core.result import Outcome, Result, Status
+from sync.errors import FleetSyncError
 from sync.live.client import ErrorKind, LiteLLMClient, ProxyError
 from sync.live.progress import Progress, Silent
 from sync.live.rollback import still_previous, undo
@@ -30,7 +31,7 @@ WRITE_ATTEMPTS = 3
 FATAL = (ErrorKind.AUTH, ErrorKind.NO_DATABASE)
 
 
-class ApplyAborted(Exception):
+class ApplyAborted(FleetSyncError):
     """Nothing more can be written (bad key, no database); carries what was done so far."""
 
     def __init__(self, error: ProxyError, outcomes: tuple[Outcome, ...]) -> None:

@@ -8,6 +8,7 @@ import enum
 import json
 from typing import Any
 
+from sync.errors import FleetSyncError
 from sync.secrets.display import printable
 from sync.untrusted.json_parser import parse_json
 
@@ -22,7 +23,10 @@ class ErrorKind(enum.Enum):
     BAD_RESPONSE = "bad response"  # unparsable or inconsistent answer
 
 
-class ProxyError(Exception):
+class ProxyError(FleetSyncError):
+    """LiteLLM's admin API failed; ``str(err)`` says how, in one line (exit 1 when it stops a
+    command)."""
+
     def __init__(self, kind: ErrorKind, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.kind = kind

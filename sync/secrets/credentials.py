@@ -38,7 +38,8 @@ SECRET_PAIRS = frozenset(
 # A key that is only this word (`pass: ...`): as part of a longer name it says too little
 # (pass_through_endpoints, bypass).
 SECRET_NAMES = frozenset({("pass",), ("dsn",)})
-USERINFO_MASK = "***"
+# What every secret fleet-sync shows is replaced with (userinfo, tokens, known values).
+MASK = "***"
 # scheme://userinfo@ : the userinfo part ends at the first / ? # (or blank) before an @.
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/?#@\s\"'<>`]*@")
 _HEADER_LINE = re.compile(r"(?P<name>[A-Za-z0-9_-]+)\s*[:=]\s*(?P<value>\S.*)", re.DOTALL)
@@ -222,7 +223,7 @@ def has_userinfo(text: str) -> bool:
 
 def strip_userinfo(text: str) -> str:
     """The text with the user:password@ part of every address masked (***@)."""
-    return _USERINFO.sub(rf"\g<1>{USERINFO_MASK}@", text)
+    return _USERINFO.sub(rf"\g<1>{MASK}@", text)
 
 
 def credential_kind(text: str) -> str | None:
@@ -276,7 +277,7 @@ def _issued(text: str) -> str | None:
     return f"a token with the prefix {prefix.group() if prefix else token[:4]}"
 
 
-def mask_tokens(text: str, mask: str = USERINFO_MASK) -> str:
+def mask_tokens(text: str, mask: str = MASK) -> str:
     """The text with issuers' tokens, JWTs and private keys masked, and the value of every
     secret in a query: shapes nothing fleet-sync writes itself ever has (no plan hash, digest,
     route id or commit id), so the final scrub masks them in everything it passes."""
@@ -285,7 +286,7 @@ def mask_tokens(text: str, mask: str = USERINFO_MASK) -> str:
     return _QUERY_SECRET.sub(lambda m: m["name"] + mask, text) if "=" in text else text
 
 
-def mask_credentials(text: str, mask: str = USERINFO_MASK) -> str:
+def mask_credentials(text: str, mask: str = MASK) -> str:
     """The text with every part that looks like a credential masked: mask_tokens, and keys
     (sk-...), long random strings, hex runs and user:password@ too. For texts that quote a
     value (a validation message), never for outputs that carry hashes and ids."""

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from sync.secrets import display
+from sync.secrets.credentials import MASK as MASK  # what every scrubbed secret shows
 from sync.secrets.credentials import mask_tokens, referenced_names, strip_userinfo
 
-MASK = "***"
 # Shorter values are not worth the name of a secret and would mangle every output (a port
 # "8000" or a flag "true" in an environment variable); redaction by provenance still hides
 # them in plans.

@@ -162,7 +162,7 @@ class World:
         return self.proxy.listing()
 
     def unlisted(self, listed: list[Route]) -> list[Route]:
-        """Stored rows the router does not list, of the groups sync.commands.common.read_live asks:
+        """Stored rows the router does not list, of the groups sync.live.state.read_live asks:
         those fleet.yaml declares or the fleet has listed routes in (every row), and those its
         git history declared (rows tagged with the fleet). Every tagged row the generator puts
         is of a model in MODELS, which some earlier fleet.yaml declared to write it."""

@@ -1,4 +1,4 @@
-"""validate and render: the commands that read fleet.yaml only, never the proxy."""
+"""validate: check fleet files against the schema and the rules; reads no proxy."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from sync.commands.common import EXIT_ERROR, Exit, fleet_option, format_option, read_fleet
+from sync.commands.common import EXIT_ERROR, Exit
+from sync.commands.options import fleet_option, format_option
 from sync.secrets import scrub
 
 
@@ -48,22 +49,3 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
         raise Exit(EXIT_ERROR)
-
-
-@click.command(name="render")
-@fleet_option
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the config.yaml fragment here instead of stdout.",
-)
-def render_command(fleet_file: Path, output: Path | None) -> None:
-    """Print the LiteLLM config.yaml fragment ({model_list: [...]}) fleet.yaml means."""
-    from sync.core.render import render, render_config
-
-    text = render_config(render(read_fleet(fleet_file)))
-    if output:
-        scrub.write_text(output, text)
-    else:
-        click.echo(text, nl=False)

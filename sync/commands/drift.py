@@ -1,0 +1,101 @@
+"""drift: fleet.yaml against the proxy, exit 2 while they differ; --fix applies, --github-issue
+keeps the drift issue."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from sync.commands.common import (
+    CONCURRENCY,
+    EXIT_CHANGES,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_REFUSED,
+    Exit,
+    check_can_write,
+    connect,
+    current_plan,
+    on_github,
+    read_fleet,
+    run_apply,
+    show_plan,
+    with_source,
+    write_key,
+)
+from sync.commands.health_options import gate_plan, run_trust
+from sync.commands.options import fleet_option, format_option, read_proxy_options
+from sync.live.state import CONFIRM_TIMEOUT
+from sync.secrets import display
+
+
+@click.command()
+@fleet_option
+@read_proxy_options
+@format_option("text", "markdown", "json")
+@click.option(
+    "--github-issue",
+    is_flag=True,
+    help="Open or update one drift issue per fleet (label fleet-drift); close it once clean.",
+)
+@click.option(
+    "--fix",
+    is_flag=True,
+    help="Self-heal: apply when there is drift (safety applies; needs LITELLM_PROXY_API_KEY).",
+)
+def drift(
+    fleet_file: Path,
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    fmt: str,
+    github_issue: bool,
+    fix: bool,
+) -> None:
+    """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
+    from sync.core.health import PROBE_TIMEOUT
+    from sync.core.safety import refusals
+    from sync.gitops import loops as gitops
+    from sync.report.text import result_text
+
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    code = EXIT_OK
+    with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
+        # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
+        trust = run_trust(fleet_file)
+        the_plan = gate_plan(
+            fleet,
+            current_plan(fleet, client, fleet_file=fleet_file),
+            False,
+            False,
+            PROBE_TIMEOUT,
+            trust,
+        )
+        show_plan(the_plan, fmt)
+        if fix and not the_plan.empty:
+            unsafe = refusals(the_plan, fleet.max_prune_percent)
+            if unsafe:
+                fixed = display.text(" | ".join(unsafe))  # reasons quote the proxy's names
+                click.echo(f"error: --fix refused: {fixed}", err=True)
+                code = EXIT_REFUSED
+            else:
+                check_can_write(client)
+                result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
+                click.echo(result_text(result), nl=False)
+                code = EXIT_OK if result.complete else EXIT_INCOMPLETE
+                the_plan = gate_plan(
+                    fleet,
+                    current_plan(fleet, client, fleet_file=fleet_file),
+                    False,
+                    False,
+                    PROBE_TIMEOUT,
+                    trust,
+                )
+    if github_issue:
+        on_github(lambda: gitops.report_drift(the_plan, os.environ))
+    if code != EXIT_OK:
+        raise Exit(code)
+    if not the_plan.empty:
+        raise Exit(EXIT_CHANGES)

@@ -1,0 +1,82 @@
+"""import: the fleet.yaml a live proxy's database routes mean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sync.commands.common import connect, fail
+from sync.commands.options import read_proxy_options
+from sync.fleet.problems import FleetError
+from sync.live.state import read_routes
+from sync.secrets import scrub
+
+
+@click.command(name="import")
+@read_proxy_options
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write fleet.yaml here (refused if it exists) instead of stdout.",
+)
+@click.option("--fleet", "fleet_name", default="imported", show_default=True, help="Fleet name.")
+@click.option(
+    "--model",
+    "only",
+    multiple=True,
+    metavar="NAME",
+    help="Import only this model group (repeatable; default: every group).",
+)
+def import_command(
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    output: Path | None,
+    fleet_name: str,
+    only: tuple[str, ...],
+) -> None:
+    """Write the fleet.yaml a live proxy's database routes mean (owns: model_groups).
+
+    Then `fleet-sync plan` adopts each route in place: it adds fleet-sync's tags by PATCH,
+    keeping the route's id, api_key and every value the file leaves out.
+    """
+    from sync.edit.importer import ADOPTION, API_KEY_NOTE, import_fleet, kept_warning
+    from sync.fleet.model import fleet_from_doc
+    from sync.fleet.yamlmarks import parse_yaml
+    from sync.report.text import problems_text
+
+    if output is not None and output.exists():
+        fail(f"{output} exists; choose another path or remove it first")
+    if output is not None and not output.parent.is_dir():
+        fail(f"{output}: the directory {output.parent} does not exist; nothing was read")
+    with connect(proxy_urls, api_key, timeout) as client:
+        live = read_routes(client)
+    imported = import_fleet(live, fleet_name, only)
+    for line in imported.left_out:
+        click.echo(f"left out: {line}", err=True)
+    if not imported.routes:
+        fail("no database route to import (see what was left out above)")
+    file = str(output or "fleet.yaml")
+    try:
+        fleet_from_doc(parse_yaml(imported.text, file), file)
+    except FleetError as exc:
+        click.echo(problems_text(exc.problems), err=True, nl=False)
+        fail("the imported fleet does not validate (is --fleet a valid fleet name?)")
+    if output is None:
+        click.echo(imported.text, nl=False)
+    else:
+        try:
+            scrub.write_text(output, imported.text)  # a file bound for git: the final scrub
+        except OSError as exc:
+            fail(f"cannot write {output}: {exc.strerror or exc}; nothing was written")
+    for model, kept in imported.kept.items():
+        click.echo(f"kept: {kept_warning(model, kept)}", err=True)
+    click.echo(f"note: {API_KEY_NOTE}", err=True)
+    click.echo(
+        f"imported {imported.routes} route(s) in {imported.models} model group(s)"
+        + (f" into {output}" if output else "")
+        + f"; {ADOPTION}",
+        err=True,
+    )

@@ -1,0 +1,97 @@
+"""plan: what apply would do, read from the proxy; writes nothing to it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from sync.commands.common import (
+    EXIT_CHANGES,
+    Exit,
+    connect,
+    on_github,
+    read_fleet,
+    read_live,
+    show_plan,
+    with_source,
+)
+from sync.commands.health_options import gate_plan, health_options, run_trust
+from sync.commands.options import fleet_option, format_option, read_proxy_options, take_over_option
+from sync.secrets import scrub
+
+
+@click.command()
+@fleet_option
+@read_proxy_options
+@format_option("text", "markdown", "json")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Save the plan as JSON; apply --plan refuses it once live state moved.",
+)
+@click.option("--detailed-exitcode", is_flag=True, help="Exit 2 when there are changes.")
+@click.option(
+    "--github-comment",
+    is_flag=True,
+    help="Post the plan as the pull request's sticky comment (GITHUB_TOKEN, GITHUB_REPOSITORY, "
+    "GITHUB_EVENT_PATH) and to $GITHUB_STEP_SUMMARY, split into this PR's changes and drift.",
+)
+@click.option(
+    "--base-ref",
+    metavar="REF",
+    help="What 'this PR changes' is measured against (default: the event's base sha; the "
+    "merge base with HEAD is used).",
+)
+@health_options
+@take_over_option
+def plan(
+    fleet_file: Path,
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    fmt: str,
+    out: Path | None,
+    detailed_exitcode: bool,
+    github_comment: bool,
+    base_ref: str | None,
+    take_over: bool,
+    probe: bool,
+    require_healthy: bool,
+    probe_timeout: float,
+) -> None:
+    """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
+    from sync.core.safety import refusals
+    from sync.gitops import loops as gitops
+    from sync.report.json_format import to_json
+    from sync.report.redaction import plan_json
+
+    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    with connect(proxy_urls, api_key, timeout) as client:
+        live = read_live(client, fleet, take_over, fleet_file=fleet_file)
+    the_plan = gate_plan(
+        fleet,
+        live.plan(fleet, take_over),
+        probe,
+        require_healthy,
+        probe_timeout,
+        run_trust(fleet_file, base_ref),
+    )
+    unsafe = refusals(the_plan, fleet.max_prune_percent)
+    show_plan(the_plan, fmt, unsafe)
+    if out:
+        scrub.write_text(out, to_json(plan_json(the_plan)))
+    if github_comment:
+        on_github(
+            lambda: gitops.comment_plan(
+                fleet_file,
+                the_plan,
+                lambda base: live.plan(with_source(base, fleet_file, os.environ), take_over),
+                unsafe,
+                base_ref,
+                os.environ,
+            )
+        )
+    if detailed_exitcode and not the_plan.empty:
+        raise Exit(EXIT_CHANGES)

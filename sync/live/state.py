@@ -1,0 +1,169 @@
+"""The live read: what the proxy's router lists once every pod agrees on what the plan reads,
+the rows of the fleet's model groups it stored but does not list, the LiteLLM it runs and the
+providers it knows. Errors are raised (ProxyError, UnknownProviders); the command says them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sync.errors import FleetSyncError
+from sync.litellm.releases import LiteLLMRelease
+
+if TYPE_CHECKING:
+    from sync.core.plan import Plan
+    from sync.core.render import Route
+    from sync.fleet.model import Fleet
+    from sync.live.client import LiteLLMClient
+
+# LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
+CONFIRM_TIMEOUT = 40.0
+
+# One line for stderr ("warning: ..." or "note: ..."), said as soon as the read knows it.
+Tell = Callable[[str], None]
+
+
+class UnknownProviders(FleetSyncError):
+    """Routes of fleet.yaml name a provider the proxy does not know; `lines` says which."""
+
+    def __init__(self, message: str, lines: Sequence[str]) -> None:
+        super().__init__(message)
+        self.lines = tuple(lines)
+
+
+@dataclass(frozen=True)
+class LiveState:
+    """What the proxy holds: the routes its router lists (what clients route on), and the rows
+    of the fleet's model groups it stored but does not list (writes it could not load)."""
+
+    listed: Sequence[Route]
+    unlisted: Sequence[Route]
+    litellm_version: str | None = None  # what the pod taking the writes reports
+    notes: tuple[str, ...] = ()  # what could not be read (shown with every plan)
+
+    def plan(self, fleet: Fleet, take_over: bool) -> Plan:
+        from sync.core.planner import make_plan
+        from sync.core.render import render
+
+        return make_plan(
+            fleet,
+            render(fleet),
+            self.listed,
+            self.unlisted,
+            take_over,
+            self.litellm_version,
+            self.notes,
+        )
+
+
+@dataclass(frozen=True)
+class PastGroups:
+    """Model groups an earlier fleet.yaml declared (the command reads them from git history),
+    and why that list may be short."""
+
+    groups: frozenset[str] = frozenset()
+    note: str | None = None  # set when part of the history could not be read
+
+
+def read_routes(client: LiteLLMClient, settle_timeout: float = CONFIRM_TIMEOUT) -> list[Route]:
+    """Every route the router lists, once all pods list the same (for reads that plan nothing)."""
+    for url in client.urls:
+        client.check_ready(url)
+    return client.list_agreed(settle_timeout)
+
+
+def read_release(client: LiteLLMClient, tell: Tell) -> LiteLLMRelease:
+    """The LiteLLM the proxy runs: the pod that takes the writes decides what apply can do.
+    A version outside the tested range is a warning, never a refusal."""
+    versions = {url: client.read_version(url) for url in client.urls}
+    release = LiteLLMRelease(versions[client.write_url])
+    if warning := release.warning():
+        tell(f"warning: {warning}")
+    if len(set(versions.values())) > 1:
+        listed = ", ".join(f"{url}: {v or 'unknown'}" for url, v in versions.items())
+        tell(
+            f"warning: the proxy pods run different LiteLLM versions ({listed}); apply follows "
+            f"{client.write_url}, which takes the writes"
+        )
+    return release
+
+
+def read_live(
+    client: LiteLLMClient,
+    fleet: Fleet,
+    tell: Tell,
+    take_over: bool = False,
+    settle_timeout: float = CONFIRM_TIMEOUT,
+    past: PastGroups = PastGroups(),
+) -> LiveState:
+    """The routes the router lists, and the stored rows it does not list of every model group
+    the fleet may have written rows in: those fleet.yaml declares, those with listed routes of
+    the fleet, and those `past` names, of which only rows tagged with this fleet are read: a
+    row of ours no plan can see would stay forever."""
+    listed = read_agreed(client, fleet, take_over, settle_timeout)
+    groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
+    ids = {r.id for r in listed}
+    unlisted = [
+        r
+        for r in client.list_stored(sorted(groups | past.groups))
+        if r.id not in ids and (r.model_name in groups or r.fleet == fleet.name)
+    ]
+    release = read_release(client, tell)
+    notes = [n for n in (past.note, check_providers(client, fleet, listed)) if n]
+    for note in notes:  # said once the proxy was read: a failed read is one line, its error
+        tell(f"note: {note}")
+    return LiveState(listed, unlisted, release.version, tuple(notes))
+
+
+def read_agreed(
+    client: LiteLLMClient, fleet: Fleet, take_over: bool, settle_timeout: float
+) -> list[Route]:
+    """The routes the router lists once every pod agrees on what this fleet's plan reads."""
+    from sync.core.planner import make_plan
+    from sync.core.render import render
+
+    desired: list[Route] = []  # rendered once several pods must agree (one agrees with itself)
+
+    def reads(routes: Sequence[Route]) -> object:
+        # Pods must agree on what this plan reads, not on LiteLLM's enrichment of the rest.
+        if not desired:
+            desired.extend(render(fleet))
+        return make_plan(fleet, desired, routes, take_over=take_over).agreement
+
+    for url in client.urls:
+        client.check_ready(url)
+    return client.list_agreed(settle_timeout, project=reads)
+
+
+def check_providers(client: LiteLLMClient, fleet: Fleet, listed: Sequence[Route]) -> str | None:
+    """Raise UnknownProviders (nothing written) when a route fleet.yaml renders names a provider
+    the proxy does not know: LiteLLM would store it and never load it (sync/core/providers.py).
+    Returns a note when a pod does not list its providers (the check is then made with the
+    others)."""
+    from sync.core import providers
+    from sync.core.render import render
+
+    answers = {url: client.read_providers(url) for url in client.urls}
+    lists = [a for a in answers.values() if isinstance(a, frozenset)]
+    unread = [f"{u}: {a}" for u, a in answers.items() if isinstance(a, str)]
+    note = (
+        f"the proxy did not list the providers it knows ({'; '.join(unread)}): a provider it "
+        "does not know is not caught before writing"
+        if unread
+        else None
+    )
+    if not lists:
+        return note
+    names = providers.known(frozenset.intersection(*lists), listed, os.environ)
+    problems = providers.unknown(render(fleet), names)
+    if problems:
+        raise UnknownProviders(
+            f"{len(problems)} route(s) of fleet.yaml name a provider the proxy does not know "
+            "(GET /public/providers): LiteLLM would store them and never load them. Fix the "
+            f"provider, or, if the proxy does load it (a custom provider of its config), add it "
+            f"to {providers.EXTRA_VARIABLE}; nothing was sent to the proxy",
+            problems,
+        )
+    return note
