@@ -46,7 +46,10 @@ def emit(tree: Path, inputs: Path) -> None:
         make_plan = module("sync.core.plan", "sync.plan").make_plan
     render = module("sync.core.render", "sync.render").render
     load_fleet = module("sync.fleet.model", "sync.fleet").load_fleet
-    parse_route = module("sync.live.client", "sync.litellm").parse_route
+    try:
+        parse_route = module("sync.live.answers", "sync.litellm").parse_route
+    except AttributeError:
+        parse_route = module("sync.live.client", "sync.litellm").parse_route
     from tests.test_plan_cases import CASES, plan_for
 
     try:  # what the commands print (redacted), where the tree has it

@@ -19,7 +19,7 @@ from sync.core.result import Outcome, Result
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.problems import FleetError
 from sync.fleet.yamlmarks import parse_yaml
-from sync.live.client import parse_route
+from sync.live.answers import parse_route
 from sync.live.probe import BODY_CAP, NeedsKey, ask, resolve_key
 from sync.report.json_format import result_json
 from sync.report.markdown import pr_markdown

@@ -23,7 +23,7 @@ from sync.core.render import Route, render, with_generation, with_id
 from sync.core.safety import refusals
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
-from sync.live.client import parse_route
+from sync.live.answers import parse_route
 from sync.report.redaction import plan_json
 from sync.report.text import IGNORED_SHOWN, plan_text
 

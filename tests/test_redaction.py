@@ -21,7 +21,7 @@ from sync.core.planner import make_plan
 from sync.core.render import render
 from sync.fleet.model import fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
-from sync.live.client import parse_route
+from sync.live.answers import parse_route
 from sync.report.markdown import plan_markdown
 from sync.report.redaction import (
     HIDDEN_CREDENTIAL,

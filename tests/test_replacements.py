@@ -18,8 +18,9 @@ from sync.core.plan import Create, Delete
 from sync.core.planner import make_plan
 from sync.core.render import TAG_DIGEST, TAG_PATHS, Route, with_generation
 from sync.core.safety import refusals
+from sync.live.answers import parse_route
 from sync.live.apply import apply_plan
-from sync.live.client import LiteLLMClient, parse_route
+from sync.live.client import LiteLLMClient
 
 from .test_plan_cases import plan_for, rendered
 

@@ -11,7 +11,7 @@ import pytest
 from sync.core.plan import Update
 from sync.core.planner import make_plan
 from sync.core.render import Route
-from sync.live.client import parse_route
+from sync.live.answers import parse_route
 from sync.live.rollback import Restore, restore, still_previous
 
 from .test_plan_cases import rendered

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sync.core.render import Route
 from sync.secrets.display import printable
 
 # 1,000 pages of 200 = 200,000 routes, far beyond any proxy; the bound keeps a lying total_pages
@@ -67,3 +68,21 @@ def _is_int(value: Any) -> bool:
 
 def _shown(value: Any) -> str:
     return printable(json.dumps(value)[:40])
+
+
+def parse_route(entry: Any) -> Route | None:
+    """A live entry as a Route, or None for what is not a deployment (no id)."""
+    if not isinstance(entry, dict):
+        return None
+    info = entry.get("model_info")
+    params = entry.get("litellm_params")
+    if not isinstance(info, dict) or not isinstance(info.get("id"), str):
+        return None
+    return Route(
+        id=info["id"],
+        model_name=str(entry.get("model_name", "")),
+        litellm_params=params if isinstance(params, dict) else {},
+        # LiteLLM lists ~170 null cost fields per route; nothing reads a null (normalise drops
+        # them), and without them a 10,000-route listing takes 40 % of the memory.
+        model_info={k: v for k, v in info.items() if v is not None},
+    )

@@ -1,5 +1,5 @@
-"""LiteLLM admin API client: paged listing, create, patch, delete; retries. What its answers mean
-is in litellm_errors.py."""
+"""LiteLLM admin API client: paged listing, create, patch, delete; retries. What its answers look
+like is in sync/live/answers.py, what its errors mean in sync/live/errors.py."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import httpx
 
 from sync.core.render import Route, canonical_json
 from sync.live.access import CHANGED_BY_HEADER, READ_ONLY, changed_by
-from sync.live.answers import listing_page
+from sync.live.answers import listing_page, parse_route
 from sync.live.errors import ErrorKind as ErrorKind
 from sync.live.errors import ProxyError as ProxyError
 from sync.live.errors import classify as classify
@@ -417,24 +417,6 @@ class LiteLLMClient:
 
 def _fingerprint(routes: Sequence[Route]) -> object:
     return sorted(canonical_json(r.deployment()) for r in routes)
-
-
-def parse_route(entry: Any) -> Route | None:
-    """A live entry as a Route, or None for what is not a deployment (no id)."""
-    if not isinstance(entry, dict):
-        return None
-    info = entry.get("model_info")
-    params = entry.get("litellm_params")
-    if not isinstance(info, dict) or not isinstance(info.get("id"), str):
-        return None
-    return Route(
-        id=info["id"],
-        model_name=str(entry.get("model_name", "")),
-        litellm_params=params if isinstance(params, dict) else {},
-        # LiteLLM lists ~170 null cost fields per route; nothing reads a null (normalise drops
-        # them), and without them a 10,000-route listing takes 40 % of the memory.
-        model_info={k: v for k, v in info.items() if v is not None},
-    )
 
 
 def _origin(url: str) -> str:

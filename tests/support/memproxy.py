@@ -26,7 +26,7 @@ from sync.core.render import Route
 from sync.litellm.normalise import REFERENCE_PREFIX, masked_key
 from sync.litellm.owned import NEVER_LISTED
 from sync.litellm.releases import LiteLLMRelease
-from sync.live.client import parse_route
+from sync.live.answers import parse_route
 
 # Field types of LiteLLM 1.108.7's GenericLiteLLMParams that pydantic coerces on write.
 COERCED: Mapping[str, type] = {
