@@ -137,9 +137,8 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
     path: JsonPath = tuple(error.absolute_path)
     where = _where(path)
     kind = error.validator
-    at = marks.of_value(path)
-    rule: Any = error.schema
     instance: Any = error.instance
+    rule: Any = error.schema
     expected: Any = error.validator_value
     if kind == "additionalProperties" and isinstance(instance, dict):
         allowed = sorted(rule.get("properties", {}))
@@ -165,63 +164,48 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
             "only, starting with a letter or digit, at most 128)",
         )
         return
+    yield Problem(file, *marks.of_value(path), _value_message(error, path, where))
+
+
+def _value_message(error: jsonschema.ValidationError, path: JsonPath, where: str) -> str:
+    """What is wrong with one value, said for fleet.yaml's reader (never echoing a secret)."""
+    kind = error.validator
+    instance: Any = error.instance
+    expected: Any = error.validator_value
     last = path[-1] if path else ""
     if kind == "const" and last == "version" and isinstance(instance, str):
-        yield Problem(
-            file, *at, f"version: expected the number 1, got the string {quote(instance)}"
-        )
-    elif kind == "const" and last == "version":
-        yield Problem(
-            file,
-            *at,
-            f"unsupported version {json.dumps(instance)}; this fleet-sync reads version 1",
-        )
-    elif kind == "type":
-        yield Problem(
-            file,
-            *at,
-            f"{where}: expected {_expected(expected)}, got {_type_name(instance)}",
-        )
-    elif kind == "pattern" and last == "api_key":
+        return f"version: expected the number 1, got the string {quote(instance)}"
+    if kind == "const" and last == "version":
+        return f"unsupported version {json.dumps(instance)}; this fleet-sync reads version 1"
+    if kind == "type":
+        return f"{where}: expected {_expected(expected)}, got {_type_name(instance)}"
+    if kind == "pattern" and last == "api_key":
         # Never echo the value: it may be the secret itself.
-        yield Problem(
-            file,
-            *at,
+        return (
             f"{where}: plaintext api keys are refused; write a reference os.environ/NAME "
-            "and set NAME in the proxy's environment",
+            "and set NAME in the proxy's environment"
         )
-    elif kind == "pattern" and last == "fleet":
-        yield Problem(
-            file, *at, f"fleet: {quote(instance)} must be 1-63 lowercase letters, digits or dashes"
-        )
-    elif kind == "pattern" and last == "source" and len(path) == 1:
-        yield Problem(
-            file,
-            *at,
+    if kind == "pattern" and last == "fleet":
+        return f"fleet: {quote(instance)} must be 1-63 lowercase letters, digits or dashes"
+    if kind == "pattern" and last == "source" and len(path) == 1:
+        return (
             f"source: {quote(instance)} must name a repository like my-org/llm-fleet "
-            "(letters, digits and ._:/@-, at most 200)",
+            "(letters, digits and ._:/@-, at most 200)"
         )
-    elif kind == "pattern" and last == "name":
-        yield Problem(
-            file,
-            *at,
-            f"{where}: host name {quote(instance)} must be letters, digits, '.', '_' or '-'",
-        )
-    elif kind == "pattern" and last == "provider":
-        yield Problem(
-            file, *at, f"{where}: provider {quote(instance)} must be lowercase like hosted_vllm"
-        )
-    elif kind == "enum":
+    if kind == "pattern" and last == "name":
+        return f"{where}: host name {quote(instance)} must be letters, digits, '.', '_' or '-'"
+    if kind == "pattern" and last == "provider":
+        return f"{where}: provider {quote(instance)} must be lowercase like hosted_vllm"
+    if kind == "enum":
         options = ", ".join(str(v) for v in expected)
-        yield Problem(file, *at, f"{where}: {quote(instance)} is not one of: {options}")
-    elif kind in {"minimum", "maximum"}:
-        yield Problem(file, *at, f"{where}: {error.instance!r} must be between 0 and 100")
-    elif kind == "minLength":
-        yield Problem(file, *at, f"{where}: must not be empty")
-    elif holds_credential(instance):
-        yield Problem(file, *at, f"{where}: breaks the schema's {kind!r} rule")
-    else:
-        yield Problem(file, *at, f"{where}: {error.message}")
+        return f"{where}: {quote(instance)} is not one of: {options}"
+    if kind in {"minimum", "maximum"}:
+        return f"{where}: {error.instance!r} must be between 0 and 100"
+    if kind == "minLength":
+        return f"{where}: must not be empty"
+    if holds_credential(instance):
+        return f"{where}: breaks the schema's {kind!r} rule"
+    return f"{where}: {error.message}"
 
 
 def _expected(value: Any) -> str:
