@@ -136,24 +136,44 @@ def edit_host(text: str, edit: HostEdit, file: str) -> Edited:
         raise ValueError(f"--api-base: {error}")
     before = parse_yaml(text, file).data  # syntax errors come out located, as validate says
     doc = _Doc(text, file)
+    if not isinstance(doc.root, MappingNode) or not isinstance(before, dict):
+        raise doc.problem(doc.root, "top level must be a mapping with version, fleet and models")
+    hosts, hosts_key = _hosts_of(doc, edit.model)
+    where = f"models.{edit.model}"
+    index, host = _find_host(hosts, edit.host)
+    expected = copy.deepcopy(before)
+    hosts_data: list[Any] = expected["models"][edit.model]["hosts"]
+    if host is None:
+        splices, summary = _add_host(doc, hosts, hosts_key, hosts_data, edit, where)
+    else:
+        here = f"{where}.hosts[{index}]"
+        splices, summary = _change_host(doc, host, hosts_data[index], edit, here)
+    new_text = _apply(text, splices)
+    if new_text != text:
+        _check(new_text, expected, file)
+    return Edited(new_text, tuple(summary))
+
+
+def _hosts_of(doc: _Doc, model_name: str) -> tuple[SequenceNode, Node]:
+    """The hosts list of one model (and its key), each mapping on the way unshared (no anchor
+    another place reads), or a located problem."""
     root = doc.root
-    if not isinstance(root, MappingNode) or not isinstance(before, dict):
-        raise doc.problem(root, "top level must be a mapping with version, fleet and models")
+    assert isinstance(root, MappingNode)
     models_entry = _get(root, "models")
     models = models_entry[1] if models_entry else None
     if models_entry is None or not isinstance(models, MappingNode):
         raise doc.problem(root, "no models mapping to edit")
     models_key = models_entry[0]
-    model_entry = _get(models, edit.model)
+    model_entry = _get(models, model_name)
     if model_entry is None:
         known = sorted(str(k.value) for k, _ in models.value if isinstance(k, ScalarNode))
-        hint = difflib.get_close_matches(edit.model, known, n=1)
+        hint = difflib.get_close_matches(model_name, known, n=1)
         close = f" (did you mean {hint[0]!r}?)" if hint else ""
         raise doc.problem(
-            models_key, f"model {edit.model!r} not found in models{close}; models: {_names(known)}"
+            models_key, f"model {model_name!r} not found in models{close}; models: {_names(known)}"
         )
     model_key, model = model_entry
-    where = f"models.{edit.model}"
+    where = f"models.{model_name}"
     hosts_entry = _get(model, "hosts") if isinstance(model, MappingNode) else None
     hosts = hosts_entry[1] if hosts_entry else None
     if hosts_entry is None or not isinstance(hosts, SequenceNode):
@@ -162,49 +182,54 @@ def edit_host(text: str, edit: HostEdit, file: str) -> Edited:
     doc.unshared(models, "models", models_key)
     doc.unshared(model, where, model_key)
     doc.unshared(hosts, f"{where}.hosts", hosts_key)
-    index, host = _find_host(hosts, edit.host)
-    expected = copy.deepcopy(before)
-    hosts_data: list[Any] = expected["models"][edit.model]["hosts"]
+    return hosts, hosts_key
+
+
+def _add_host(
+    doc: _Doc,
+    hosts: SequenceNode,
+    hosts_key: Node,
+    hosts_data: list[Any],
+    edit: HostEdit,
+    where: str,
+) -> tuple[list[_Splice], list[str]]:
+    if not edit.add:
+        known = [n for n in (_host_name(h) for h in hosts.value) if n is not None]
+        raise doc.problem(
+            hosts_key,
+            f"{where}: host {edit.host!r} not found (hosts: {_names(known)}); pass --add to add it",
+        )
+    if edit.api_base is None:
+        raise ValueError("--add needs --api-base for the new host")
+    doc.unshared(hosts, f"{where}.hosts")
+    new: dict[str, Any] = {"name": edit.host, "api_base": edit.api_base}
+    if edit.enabled is False:
+        new["enabled"] = False
+    hosts_data.append(new)
+    summary = [f"{where}: added host {edit.host!r} at {_shown(edit.api_base)}"]
+    return [_append_host(doc, hosts, new)], summary
+
+
+def _change_host(
+    doc: _Doc, host: MappingNode, host_data: dict[str, Any], edit: HostEdit, here: str
+) -> tuple[list[_Splice], list[str]]:
     splices: list[_Splice] = []
     summary: list[str] = []
-    if host is None:
-        if not edit.add:
-            known = [n for n in (_host_name(h) for h in hosts.value) if n is not None]
-            raise doc.problem(
-                hosts_key,
-                f"{where}: host {edit.host!r} not found (hosts: {_names(known)}); "
-                "pass --add to add it",
-            )
-        if edit.api_base is None:
-            raise ValueError("--add needs --api-base for the new host")
-        doc.unshared(hosts, f"{where}.hosts")
-        new: dict[str, Any] = {"name": edit.host, "api_base": edit.api_base}
-        if edit.enabled is False:
-            new["enabled"] = False
-        splices.append(_append_host(doc, hosts, new))
-        hosts_data.append(new)
-        summary.append(f"{where}: added host {edit.host!r} at {_shown(edit.api_base)}")
-    else:
-        here = f"{where}.hosts[{index}]"
-        host_data: dict[str, Any] = hosts_data[index]
-        if edit.api_base is not None and host_data.get("api_base") != edit.api_base:
-            splices.append(_set_scalar(doc, host, "api_base", edit.api_base, here))
-            old = _shown(host_data.get("api_base"))
-            summary.append(f"{here}.api_base: {old} -> {_shown(edit.api_base)}")
-            host_data["api_base"] = edit.api_base
-        if edit.enabled is not None and host_data.get("enabled", True) is not edit.enabled:
-            word = "true" if edit.enabled else "false"
-            if _get(host, "enabled") is not None:
-                splices.append(_set_scalar(doc, host, "enabled", word, here))
-            else:
-                doc.unshared(host, here)
-                splices.append(_add_key(doc, host, "enabled", word))
-            summary.append(f"{here}.enabled: {word}")
-            host_data["enabled"] = edit.enabled
-    new_text = _apply(text, splices)
-    if new_text != text:
-        _check(new_text, expected, file)
-    return Edited(new_text, tuple(summary))
+    if edit.api_base is not None and host_data.get("api_base") != edit.api_base:
+        splices.append(_set_scalar(doc, host, "api_base", edit.api_base, here))
+        old = _shown(host_data.get("api_base"))
+        summary.append(f"{here}.api_base: {old} -> {_shown(edit.api_base)}")
+        host_data["api_base"] = edit.api_base
+    if edit.enabled is not None and host_data.get("enabled", True) is not edit.enabled:
+        word = "true" if edit.enabled else "false"
+        if _get(host, "enabled") is not None:
+            splices.append(_set_scalar(doc, host, "enabled", word, here))
+        else:
+            doc.unshared(host, here)
+            splices.append(_add_key(doc, host, "enabled", word))
+        summary.append(f"{here}.enabled: {word}")
+        host_data["enabled"] = edit.enabled
+    return splices, summary
 
 
 def _host_name(node: Node) -> str | None:
