@@ -410,8 +410,9 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     than max_prune_percent of >= 10 owned routes; it prunes a serving route of a declared model
     that then serves nothing; a desired id is held by a route the fleet does not own; it
     replaces a route fleet-sync did not create (it may hold keys LiteLLM never lists); it
-    deletes one as a duplicate while its host keeps another route; or it prunes one, its host
-    not drained, while it creates a route at its address or in its model without api_key."""
+    deletes one as a duplicate while its host keeps another route; or it prunes one it adopted
+    (tagged), its host not drained, while it creates a route at its address or in its model
+    without api_key."""
     live = read(world)
     plan = world.plan()
     owned = [r for r in live.values() if owned_by_rule(r, world)]
@@ -464,6 +465,7 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
         route = live[delete.id]
         if (
             created_by_rule(route, world)
+            or route.fleet is None  # an untagged orphan of a claimed group: pruned as such
             or delete.id not in listed
             or (route.model_name, route.host) in drained
         ):

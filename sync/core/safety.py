@@ -114,13 +114,14 @@ def foreign_duplicates(plan: Plan) -> list[str]:
 
 
 def foreign_prunes(plan: Plan) -> list[str]:
-    """The prune of a serving route fleet-sync did not create, its host not drained, while the
-    plan creates a route at its address or in its model group: the same upstream, or its
-    successor, most likely needs what the old route holds unseen (its api_key), and nothing
-    read from the proxy can carry it to the new route. A model renamed, or a host renamed and
-    moved in one edit, looks exactly like that (outside attack c, F2: the portal's key went
-    with the old route, every request to the new one failed 401, and apply ran without a
-    refusal)."""
+    """The prune of a serving route fleet-sync adopted (tagged, not created by it), its host not
+    drained, while the plan creates a route at its address or in its model group: the same
+    upstream, or its successor, most likely needs what the old route holds unseen (its
+    api_key), and nothing read from the proxy can carry it to the new route. A model renamed,
+    or a host renamed and moved in one edit, looks exactly like that (outside attack c, F2:
+    the portal's key went with the old route, every request to the new one failed 401, and
+    apply ran without a refusal). An untagged route at an address fleet.yaml no longer lists
+    is the orphan a moved host leaves, pruned as ever."""
     creates = [c for c in plan.changes if isinstance(c, Create)]
     out = []
     for delete in plan.changes:
@@ -128,6 +129,8 @@ def foreign_prunes(plan: Plan) -> list[str]:
             continue
         if not delete.listed or delete.drained:
             continue  # it serves nobody, or fleet.yaml drains its host on purpose
+        if delete.route.fleet is None:
+            continue  # untagged at an address fleet.yaml no longer lists: the orphan to prune
         address = _address(delete.route.litellm_params.get("api_base"))
         for create in creates:
             if (
