@@ -39,6 +39,8 @@ def test_the_package_keeps_every_contract() -> None:
         ("core/plan.py", "import sync.live.client", "Parts import only parts below them"),
         ("github/comment.py", "import sync.live.answers", "Parts import only parts below them"),
         ("fleet/model.py", "import sync.core.render", "Parts import only parts below them"),
+        ("github/comment.py", "import sync.core.render", "GitHub's edge knows nothing"),
+        ("edit/writer.py", "import sync.untrusted.json_parser", "without network bytes"),
         ("core/compare.py", "import click", "Only commands import click"),
         ("report/text.py", "import httpx", "Only live, github and untrusted speak HTTP"),
         ("live/probe.py", "import git", "Only gitops and commands run git"),
