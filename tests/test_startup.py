@@ -12,13 +12,22 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-HEAVY = ("httpx", "git", "jsonschema", "yaml", "ruamel", "sync.core.plan", "sync.live.apply")
+HEAVY = (
+    "httpx",
+    "git",
+    "jsonschema",
+    "yaml",
+    "ruamel",
+    "deepdiff",
+    "sync.core.plan",
+    "sync.live.apply",
+)
 # What each command may not import, beyond what --version may not.
 NOT_FOR = {
     ("--version",): HEAVY,
     ("--help",): HEAVY,
-    ("validate", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "sync.live.apply"),
-    ("render", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "sync.live.apply"),
+    ("validate", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "deepdiff", "sync.live.apply"),
+    ("render", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "deepdiff", "sync.live.apply"),
 }
 PROBE = """
 import json, sys

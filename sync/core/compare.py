@@ -80,31 +80,73 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     have = {p: v for p, v in every.items() if p[:2] in tops}
     record = live.written
     hidden = {p for p, marker in (record or {}).items() if marker != READ}
+    extras = (record or {}).keys() - want.keys() - have.keys()  # under keys no longer set
+    ours, theirs = _projected(want, have, {p: every[p] for p in extras - hidden if p in every})
+    # Equal projections (nearly every route of a plan) never reach DeepDiff.
+    found = {} if ours == theirs else field_detail(theirs, ours)
     if live.model_name != desired.model_name:
         yield FieldChange("model_name", live.model_name, desired.model_name)
     for path, value in want.items():
-        if not readable(path, value):
-            if _listed_away(path, value, every, record):
-                # LiteLLM lists a masked or nested value (masked), so a missing one was taken
-                # away by hand: an auth header must not vanish unseen.
-                yield _change(path, ABSENT, value)
-            elif record is None or record.get(path) != value_digest(value):
-                unknown = record is None or path in record or path in every
-                yield _change(path, UNREADABLE if unknown else ABSENT, value, "digest")
-        elif path not in have:
+        if path in ours:
+            if path in found:
+                before = theirs.get(path, ABSENT)
+                # Written as a reference before: the live value is LiteLLM's resolution of it.
+                yield _change(path, UNREADABLE if path in hidden else before, value)
+        elif _listed_away(path, value, every, record):
+            # LiteLLM lists a masked or nested value (masked), so a missing one was taken away
+            # by hand: an auth header must not vanish unseen.
             yield _change(path, ABSENT, value)
-        elif not same(value, have[path]):
-            # Written as a reference before: the live value is LiteLLM's resolution of it.
-            yield _change(path, UNREADABLE if path in hidden else have[path], value)
-    for path, value in have.items():
-        if path not in want:
+        elif record is None or record.get(path) != value_digest(value):
+            unknown = record is None or path in record or path in every
+            yield _change(path, UNREADABLE if unknown else ABSENT, value, "digest")
+    for path, value in theirs.items() if found else ():
+        if path in found and path not in want:
             yield _gone(path, value, path in hidden)
-    for path in (record or {}).keys() - want.keys() - have.keys():
-        # Written earlier, under a top-level key fleet.yaml no longer sets.
-        if path in hidden:
-            yield _change(path, UNREADABLE, ABSENT, "digest")  # api_key is never listed
-        elif path in every:
-            yield _gone(path, every[path], False)
+    for path in extras & hidden:  # api_key is never listed: the record says it was written
+        yield _change(path, UNREADABLE, ABSENT, "digest")
+
+
+def _projected(
+    want: dict[Path, Any], have: dict[Path, Any], written: dict[Path, Any]
+) -> tuple[dict[Path, Any], dict[Path, Any]]:
+    """The two trees whose difference is read back: fleet.yaml's readable leaves, and the live
+    leaves fleet-sync compares (under the keys it sets, plus `written`: readable leaves it wrote
+    earlier under a key fleet.yaml no longer sets). A live value that LiteLLM's coercion makes
+    the desired one (600.0 for 600) is projected as the desired value: only real differences
+    remain, and equal routes give equal trees."""
+    ours = {p: v for p, v in want.items() if readable(p, v)}
+    theirs: dict[Path, Any] = {}
+    for path, value in have.items():
+        if path in ours:
+            theirs[path] = ours[path] if same(ours[path], value) else value
+        elif path not in want:
+            theirs[path] = value
+    theirs.update(written)
+    return ours, theirs
+
+
+def field_detail(before: dict[Path, Any], after: dict[Path, Any]) -> dict[Path, set[str]]:
+    """DeepDiff's report between two projected trees, by leaf: the kinds of difference found
+    at or inside it ("values_changed", "iterable_item_added", "dictionary_item_added" for a
+    leaf only `after` has, "dictionary_item_removed" for one only `before` has, ...)."""
+    from deepdiff import DeepDiff  # only a plan with a changed route pays for the import
+
+    report = DeepDiff(
+        before,
+        after,
+        view="tree",
+        # Every leaf by itself: without this, DeepDiff reports two routes sharing few paths
+        # as one changed value at the root.
+        threshold_to_diff_deeper=0,
+        # A key starting "__" (inside a list's mapping) is data here, not a private variable.
+        ignore_private_variables=False,
+    )
+    found: dict[Path, set[str]] = {}
+    for kind, levels in report.items():
+        for level in levels:
+            leaf = level.path(output_format="list")[0]
+            found.setdefault(leaf, set()).add(kind)
+    return found
 
 
 def _listed_away(
@@ -128,7 +170,7 @@ def _gone(path: Path, value: Any, written_hidden: bool) -> FieldChange:
 def removed_keys(changes: Iterable[FieldChange], desired: Route) -> tuple[str, ...]:
     """The top-level keys among these changes that fleet.yaml no longer sets at all. PATCH
     merges top-level keys and no LiteLLM release from 1.98 to 1.110 removes every kind in place
-    (model_info keys on none, litellm_params keys from 1.110 only), so removing one replaces
+    (model_info keys on none, litellm_params keys from 1.109 only), so removing one replaces
     the route."""
     gone = {c.parts[:2] for c in changes if c.after == ABSENT}
     if not gone:  # the common case, without walking the desired route again
