@@ -11,10 +11,11 @@ import pytest
 
 from sync.core.compare import ABSENT, diff, field_detail
 from sync.core.render import Route
+from sync.litellm.normalise import Path
 
 PARAMS = {"model": "hosted_vllm/org/m", "api_base": "http://10.0.0.1/v1", "rpm": 120}
-TAGS = ("litellm_params", "tags")
-STOP = ("litellm_params", "stop")
+TAGS: Path = ("litellm_params", "tags")
+STOP: Path = ("litellm_params", "stop")
 
 
 @pytest.fixture
@@ -36,8 +37,8 @@ def route(params: dict[str, Any], model_info: dict[str, Any] | None = None) -> R
 
 
 def test_list_items_added_and_removed_are_deepdiffs_report() -> None:
-    before = {TAGS: ["a", "b", "c"], STOP: ["x"], ("litellm_params", "rpm"): 5}
-    after = {TAGS: ["a", "c"], STOP: ["x", "y"], ("litellm_params", "rpm"): 6}
+    before: dict[Path, Any] = {TAGS: ["a", "b", "c"], STOP: ["x"], ("litellm_params", "rpm"): 5}
+    after: dict[Path, Any] = {TAGS: ["a", "c"], STOP: ["x", "y"], ("litellm_params", "rpm"): 6}
     before[("model_info", "x")] = 1
     after[("model_info", "y")] = 2
     assert field_detail(before, after) == {
@@ -51,13 +52,13 @@ def test_list_items_added_and_removed_are_deepdiffs_report() -> None:
 
 def test_a_key_that_looks_private_is_still_compared() -> None:
     """DeepDiff skips "__" keys unless told: a mapping in a list may carry one."""
-    before = {TAGS: [{"__team": "a"}]}
+    before: dict[Path, Any] = {TAGS: [{"__team": "a"}]}
     assert field_detail(before, {TAGS: [{"__team": "b"}]}) == {TAGS: {"values_changed"}}
 
 
 def test_a_route_with_almost_no_path_in_common_is_diffed_leaf_by_leaf() -> None:
     """Not one changed value at the root, which no leaf could show."""
-    before = {("litellm_params", "a"): 1, ("litellm_params", "b"): 2}
+    before: dict[Path, Any] = {("litellm_params", "a"): 1, ("litellm_params", "b"): 2}
     assert field_detail(before, {("litellm_params", "c"): 3}) == {
         ("litellm_params", "a"): {"dictionary_item_removed"},
         ("litellm_params", "b"): {"dictionary_item_removed"},
