@@ -3,6 +3,7 @@ route equal once LiteLLM's coercion is allowed for never reaches DeepDiff (plain
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -89,3 +90,25 @@ def test_a_changed_route_is_diffed_once_and_shown_leaf_by_leaf(
     assert before[TAGS] == ["a", "b"] and after[TAGS] == ["a", "c", "d"]
     # Coerced-equal leaves are projected as the desired value: no difference there.
     assert before[("litellm_params", "timeout")] == after[("litellm_params", "timeout")]
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_removals_shown_alike_keep_the_records_order(first: int) -> None:
+    """Two removed paths shown as one ("model_info.a.b") come in the record's order, the
+    same in every run (not a set's, which varies with the interpreter's hash seed)."""
+    paths = [["model_info", "a", "b"], ["model_info", "a.b"]]
+    if first:
+        paths.reverse()
+    record = [f"sha256:0 {json.dumps(p)}" for p in paths]
+    live = route(dict(PARAMS), {"fleet_sync_paths": record})
+    changes = diff(live, route(dict(PARAMS)))
+    assert [list(c.parts) for c in changes] == paths
+    assert {c.path for c in changes} == {"model_info.a.b"}
+
+
+def test_a_missing_leaf_once_written_hidden_is_shown_absent() -> None:
+    """Written as a reference before, now a plain value, gone live: nothing is hidden then."""
+    record = [f"sha256:0 {json.dumps(['litellm_params', 'timeout'])}"]
+    live = route(dict(PARAMS), {"fleet_sync_paths": record})
+    desired = route({**PARAMS, "timeout": 30})
+    assert [(c.path, c.before) for c in diff(live, desired)] == [("litellm_params.timeout", ABSENT)]

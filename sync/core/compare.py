@@ -80,18 +80,24 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     have = {p: v for p, v in every.items() if p[:2] in tops}
     record = live.written
     hidden = {p for p, marker in (record or {}).items() if marker != READ}
-    extras = (record or {}).keys() - want.keys() - have.keys()  # under keys no longer set
-    ours, theirs = _projected(want, have, {p: every[p] for p in extras - hidden if p in every})
+    # Written earlier under a top-level key fleet.yaml no longer sets, in the record's order (a
+    # set's would vary between runs, and with it the order of two paths shown alike: "a.b").
+    extras = [p for p in record or () if p not in want and p not in have]
+    written = {p: every[p] for p in extras if p in every and p not in hidden}
+    ours, theirs = _projected(want, have, written)
     # Equal projections (nearly every route of a plan) never reach DeepDiff.
     found = {} if ours == theirs else field_detail(theirs, ours)
     if live.model_name != desired.model_name:
         yield FieldChange("model_name", live.model_name, desired.model_name)
     for path, value in want.items():
         if path in ours:
-            if path in found:
-                before = theirs.get(path, ABSENT)
+            if path not in found:
+                continue
+            if path not in theirs:
+                yield _change(path, ABSENT, value)
+            else:
                 # Written as a reference before: the live value is LiteLLM's resolution of it.
-                yield _change(path, UNREADABLE if path in hidden else before, value)
+                yield _change(path, UNREADABLE if path in hidden else theirs[path], value)
         elif _listed_away(path, value, every, record):
             # LiteLLM lists a masked or nested value (masked), so a missing one was taken away
             # by hand: an auth header must not vanish unseen.
@@ -102,8 +108,9 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     for path, value in theirs.items() if found else ():
         if path in found and path not in want:
             yield _gone(path, value, path in hidden)
-    for path in extras & hidden:  # api_key is never listed: the record says it was written
-        yield _change(path, UNREADABLE, ABSENT, "digest")
+    for path in extras:
+        if path in hidden:  # api_key is never listed: the record says it was written
+            yield _change(path, UNREADABLE, ABSENT, "digest")
 
 
 def _projected(
