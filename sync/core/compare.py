@@ -82,7 +82,8 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     hidden = {p for p, marker in (record or {}).items() if marker != READ}
     # Written earlier under a top-level key fleet.yaml no longer sets, in the record's order (a
     # set's would vary between runs, and with it the order of two paths shown alike: "a.b").
-    extras = [p for p in record or () if p not in want and p not in have]
+    dropped = (record or {}).keys() - want.keys() - have.keys()  # usually none: no loop then
+    extras = [p for p in record or () if p in dropped] if dropped else []
     written = {p: every[p] for p in extras if p in every and p not in hidden}
     ours, theirs = _projected(want, have, written)
     # Equal projections (nearly every route of a plan) never reach DeepDiff.
