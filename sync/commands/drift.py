@@ -56,6 +56,7 @@ def drift(
 ) -> None:
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
     from sync.core.health import PROBE_TIMEOUT
+    from sync.core.plan import Plan
     from sync.core.safety import refusals
     from sync.gitops import loops as gitops
     from sync.report.text import result_text
@@ -65,14 +66,12 @@ def drift(
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.
         trust = run_trust(fleet_file)
-        the_plan = gate_plan(
-            fleet,
-            current_plan(fleet, client, fleet_file=fleet_file),
-            False,
-            False,
-            PROBE_TIMEOUT,
-            trust,
-        )
+
+        def gated() -> Plan:
+            live = current_plan(fleet, client, fleet_file=fleet_file)
+            return gate_plan(fleet, live, False, False, PROBE_TIMEOUT, trust)
+
+        the_plan = gated()
         show_plan(the_plan, fmt)
         if fix and not the_plan.empty:
             unsafe = refusals(the_plan, fleet.max_prune_percent)
@@ -85,14 +84,7 @@ def drift(
                 result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
                 click.echo(result_text(result), nl=False)
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
-                the_plan = gate_plan(
-                    fleet,
-                    current_plan(fleet, client, fleet_file=fleet_file),
-                    False,
-                    False,
-                    PROBE_TIMEOUT,
-                    trust,
-                )
+                the_plan = gated()
     if github_issue:
         on_github(lambda: gitops.report_drift(the_plan, os.environ))
     if code != EXIT_OK:
