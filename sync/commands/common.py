@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -34,15 +35,27 @@ MAX_CONCURRENCY = 64  # parallel writes per stage; LiteLLM serialises DB writes 
 
 
 class Exit(Exception):
-    def __init__(self, code: int) -> None:
+    def __init__(self, code: int, message: str | None = None) -> None:
         self.code = code
+        self.message = message  # what fail() said, for a target's section of the output
+
+
+# The target a thread works on (fleet.yaml's targets:): its name starts each line it writes to
+# stderr, so notes of targets read at once stay apart. None: no targets, lines as ever.
+CURRENT_TARGET: ContextVar[str | None] = ContextVar("CURRENT_TARGET", default=None)
+
+
+def target_prefix() -> str:
+    name = CURRENT_TARGET.get()
+    return "" if name is None else f"[{name}] "
 
 
 def fail(message: str, code: int = EXIT_ERROR) -> NoReturn:
     """One line on stderr (a message may quote what a proxy or GitHub said:
     sync/secrets/display.py)."""
-    click.echo(f"error: {display.text(message)}", err=True)
-    raise Exit(code)
+    shown = display.text(message)
+    click.echo(f"{target_prefix()}error: {shown}", err=True)
+    raise Exit(code, shown)
 
 
 DEBUG_VARIABLE = "FLEET_SYNC_DEBUG"
@@ -176,7 +189,7 @@ def with_source(fleet: Fleet, fleet_file: Path, environ: Mapping[str, str]) -> F
 
 
 def tell(line: str) -> None:
-    click.echo(line, err=True)
+    click.echo(f"{target_prefix()}{line}", err=True)
 
 
 def read_live(
@@ -196,7 +209,7 @@ def read_live(
         return state.read_live(client, fleet, tell, take_over, settle_timeout, past)
     except state.UnknownProviders as exc:
         for line in exc.lines:
-            click.echo(f"error: {line}", err=True)
+            click.echo(f"{target_prefix()}error: {line}", err=True)
         fail(str(exc))
 
 

@@ -19,6 +19,7 @@ from sync.commands.common import (
 )
 from sync.commands.health_options import gate_plan, health_options, run_trust
 from sync.commands.options import fleet_option, format_option, read_proxy_options, take_over_option
+from sync.commands.targets import target_option
 from sync.secrets import scrub
 
 
@@ -46,6 +47,7 @@ from sync.secrets import scrub
 )
 @health_options
 @take_over_option
+@target_option
 def plan(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -60,6 +62,7 @@ def plan(
     probe: bool,
     require_healthy: bool,
     probe_timeout: float,
+    target_names: tuple[str, ...],
 ) -> None:
     """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
     from sync.core.safety import refusals
@@ -68,6 +71,19 @@ def plan(
     from sync.report.redaction import plan_json
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    if fleet.targets or target_names:
+        from sync.commands import target_plans as targeted
+        from sync.commands.targets import note_unused_environment, overrides, select
+
+        targets = select(fleet, target_names)
+        reading = targeted.Reading(
+            fleet, fleet_file, False, overrides(fleet, target_names, proxy_urls, api_key),
+            timeout, take_over, targeted.Health(probe, require_healthy, probe_timeout),
+            run_trust(fleet_file, base_ref),
+        )  # fmt: skip
+        note_unused_environment(targets)
+        targeted.run_plan(reading, targets, fmt, out, detailed_exitcode, github_comment, base_ref)
+        return
     with connect(proxy_urls, api_key, timeout) as client:
         live = read_live(client, fleet, take_over, fleet_file=fleet_file)
     the_plan = gate_plan(
