@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -32,10 +31,8 @@ from sync.commands.options import (
     proxy_options,
     take_over_option,
 )
+from sync.commands.targets import target_option
 from sync.live.state import CONFIRM_TIMEOUT
-
-if TYPE_CHECKING:
-    pass
 
 
 @click.command()
@@ -87,6 +84,7 @@ if TYPE_CHECKING:
     "proxy and report which host answered; a failed one exits 4.",
 )
 @take_over_option
+@target_option
 def apply(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -105,8 +103,12 @@ def apply(
     require_healthy: bool,
     probe_timeout: float,
     verify: bool,
+    target_names: tuple[str, ...],
 ) -> None:
-    """Converge the proxy: create, then update, then prune; confirm by reading back."""
+    """Converge the proxy: create, then update, then prune; confirm by reading back.
+
+    With targets: in fleet.yaml, each target in promotion order; one whose predecessors in this
+    run did not converge is held (not written to)."""
     from sync.commands.health_options import verify_result
     from sync.commands.saved_plan import check_saved, read_saved
     from sync.core.result import Result
@@ -115,6 +117,22 @@ def apply(
     from sync.report.formats import format_named
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    if fleet.targets or target_names:
+        from sync.commands import target_apply, target_plans
+        from sync.commands.targets import note_unused_environment, overrides, select
+
+        targets = select(fleet, target_names)
+        reading = target_plans.Reading(
+            fleet, fleet_file, True, overrides(fleet, target_names, proxy_urls, api_key),
+            timeout, take_over, target_plans.Health(probe, require_healthy, probe_timeout),
+            run_trust(fleet_file), confirm_timeout,
+        )  # fmt: skip
+        options = target_apply.ApplyOptions(
+            fmt, force, dry_run, concurrency, write_to == "spread", verify, github_comment
+        )
+        note_unused_environment(targets)
+        target_apply.run_apply_targets(reading, targets, options, saved)
+        return
     reviewed = read_saved(saved) if saved is not None else None  # before the proxy is asked
     with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
         live = current_plan(fleet, client, confirm_timeout, take_over, fleet_file)

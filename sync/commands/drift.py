@@ -27,6 +27,7 @@ from sync.commands.common import (
 )
 from sync.commands.health_options import gate_plan, run_trust
 from sync.commands.options import fleet_option, format_option, read_proxy_options
+from sync.commands.targets import target_option
 from sync.live.state import CONFIRM_TIMEOUT
 from sync.secrets import display
 
@@ -45,6 +46,7 @@ from sync.secrets import display
     is_flag=True,
     help="Self-heal: apply when there is drift (safety applies; needs LITELLM_PROXY_API_KEY).",
 )
+@target_option
 def drift(
     fleet_file: Path,
     proxy_urls: tuple[str, ...],
@@ -53,6 +55,7 @@ def drift(
     fmt: str,
     github_issue: bool,
     fix: bool,
+    target_names: tuple[str, ...],
 ) -> None:
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
     from sync.core.health import PROBE_TIMEOUT
@@ -62,6 +65,19 @@ def drift(
     from sync.report.text import result_text
 
     fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    if fleet.targets or target_names:
+        from sync.commands import target_drift, target_plans
+        from sync.commands.targets import note_unused_environment, overrides, select
+
+        targets = select(fleet, target_names)
+        reading = target_plans.Reading(
+            fleet, fleet_file, fix, overrides(fleet, target_names, proxy_urls, api_key),
+            timeout, False, target_plans.Health(False, False, PROBE_TIMEOUT),
+            run_trust(fleet_file),
+        )  # fmt: skip
+        note_unused_environment(targets)
+        target_drift.run_drift(reading, targets, fmt, fix, github_issue)
+        return
     code = EXIT_OK
     with connect(proxy_urls, write_key(api_key) if fix else api_key, timeout) as client:
         # health: probe|require in fleet.yaml holds for drift (and --fix) as for apply.

@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from sync.commands.common import connect, fail
-from sync.commands.options import read_proxy_options
+from sync.commands.options import fleet_option, read_proxy_options
+from sync.commands.targets import target_option
 from sync.fleet.problems import FleetError
 from sync.live.state import read_routes
 from sync.secrets import scrub
@@ -29,6 +30,8 @@ from sync.secrets import scrub
     metavar="NAME",
     help="Import only this model group (repeatable; default: every group).",
 )
+@target_option
+@fleet_option
 def import_command(
     proxy_urls: tuple[str, ...],
     api_key: str | None,
@@ -36,11 +39,15 @@ def import_command(
     output: Path | None,
     fleet_name: str,
     only: tuple[str, ...],
+    target_names: tuple[str, ...],
+    fleet_file: Path,
 ) -> None:
     """Write the fleet.yaml a live proxy's database routes mean (owns: model_groups).
 
     Then `fleet-sync plan` adopts each route in place: it adds fleet-sync's tags by PATCH,
-    keeping the route's id, api_key and every value the file leaves out.
+    keeping the route's id, api_key and every value the file leaves out. With --target (or
+    -f naming a fleet.yaml with targets:), the proxy is that one target's (-f's fleet is read
+    for its targets only).
     """
     from sync.edit.importer import ADOPTION, API_KEY_NOTE, import_fleet, kept_warning
     from sync.fleet.model import fleet_from_doc
@@ -51,7 +58,8 @@ def import_command(
         fail(f"{output} exists; choose another path or remove it first")
     if output is not None and not output.parent.is_dir():
         fail(f"{output}: the directory {output.parent} does not exist; nothing was read")
-    with connect(proxy_urls, api_key, timeout) as client:
+    urls, key = proxy_of(fleet_file, target_names, proxy_urls, api_key)
+    with connect(urls, key, timeout) as client:
         live = read_routes(client)
     imported = import_fleet(live, fleet_name, only)
     for line in imported.left_out:
@@ -80,3 +88,38 @@ def import_command(
         + f"; {ADOPTION}",
         err=True,
     )
+
+
+def proxy_of(
+    fleet_file: Path, names: tuple[str, ...], proxy_urls: tuple[str, ...], api_key: str | None
+) -> tuple[tuple[str, ...], str | None]:
+    """The proxy and key import reads: one target's when --target is given or -f names a fleet
+    with targets: (exactly one target: --target is required when it declares several); else
+    --proxy-url / LITELLM_PROXY_* as ever, fleet.yaml not read."""
+    import os
+
+    import click
+
+    from sync.commands.common import read_fleet
+    from sync.commands.targets import TargetUnresolved, overrides, resolve, select
+
+    ctx = click.get_current_context()
+    file_given = ctx.get_parameter_source("fleet_file") is click.core.ParameterSource.COMMANDLINE
+    if not names and not file_given:
+        return proxy_urls, api_key
+    fleet = read_fleet(fleet_file)
+    if not fleet.targets and not names:
+        return proxy_urls, api_key
+    if len(set(names)) > 1:
+        fail("import reads exactly one target: give --target once")
+    targets = select(fleet, names)
+    if len(targets) != 1:
+        declared = ", ".join(t.name for t in targets)
+        fail(f"import reads exactly one target: give --target NAME (declared: {declared})")
+    try:
+        endpoint = resolve(
+            targets[0], os.environ, False, overrides(fleet, names, proxy_urls, api_key)
+        )
+    except TargetUnresolved as exc:
+        fail(str(exc))
+    return endpoint.urls, endpoint.key

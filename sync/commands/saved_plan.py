@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sync.commands.common import EXIT_REFUSED, fail
 from sync.secrets.display import printable
@@ -26,8 +26,17 @@ class SavedPlan:
 
 
 def read_saved(path: Path) -> SavedPlan:
-    """The saved plan's hash and fleet, or a one-line error naming the file (exit 1). Read up to
-    the cap only: /dev/zero never ends."""
+    """The saved plan's hash and fleet, or a one-line error naming the file (exit 1)."""
+    data = _read_json(path)
+    saved_hash = data.get("hash") if isinstance(data, dict) else None
+    saved_fleet = data.get("fleet") if isinstance(data, dict) else None
+    if not isinstance(saved_hash, str) or not isinstance(saved_fleet, str):
+        fail(f"{path}: not a saved fleet-sync plan (it has no hash and fleet strings)")
+    return SavedPlan(path, saved_hash, saved_fleet)
+
+
+def _read_json(path: Path) -> Any:
+    """The file as JSON, read up to the cap only (/dev/zero never ends), or exit 1."""
     try:
         with path.open("rb") as fh:
             body = fh.read(SAVED_PLAN_MAX_BYTES + 1)
@@ -37,11 +46,7 @@ def read_saved(path: Path) -> SavedPlan:
         data = parse_json(body, max_bytes=SAVED_PLAN_MAX_BYTES, what="the file")
     except ValueError as exc:
         fail(f"{path}: not a saved fleet-sync plan ({exc})")
-    saved_hash = data.get("hash") if isinstance(data, dict) else None
-    saved_fleet = data.get("fleet") if isinstance(data, dict) else None
-    if not isinstance(saved_hash, str) or not isinstance(saved_fleet, str):
-        fail(f"{path}: not a saved fleet-sync plan (it has no hash and fleet strings)")
-    return SavedPlan(path, saved_hash, saved_fleet)
+    return data
 
 
 def check_saved(saved: SavedPlan, live_plan: Plan) -> None:
@@ -53,5 +58,52 @@ def check_saved(saved: SavedPlan, live_plan: Plan) -> None:
         fail(
             f"{saved.path} is stale: it was {printable(saved.hash[:80])}, the live plan is now "
             f"{live_plan.hash}; run plan again and review it",
+            EXIT_REFUSED,
+        )
+
+
+@dataclass(frozen=True)
+class SavedTargets:
+    """A saved plan of a run over targets: each target's hash (None: it was not planned)."""
+
+    path: Path
+    fleet: str
+    hashes: dict[str, str | None]
+
+
+def read_saved_targets(path: Path) -> SavedTargets:
+    """The hashes of a saved plan over targets (plan --out with targets:), or a one-line error
+    naming the file: exit 1 when it is no saved plan, 3 when it is one without targets."""
+    data = _read_json(path)
+    fleet = data.get("fleet") if isinstance(data, dict) else None
+    entries = data.get("targets") if isinstance(data, dict) else None
+    if isinstance(fleet, str) and isinstance(data, dict) and isinstance(data.get("hash"), str):
+        fail(
+            f"{path} is a plan without targets; fleet.yaml declares targets: run plan --out "
+            "again and review it",
+            EXIT_REFUSED,
+        )
+    if not isinstance(fleet, str) or not isinstance(entries, list):
+        fail(f"{path}: not a saved fleet-sync plan (it has no fleet string and targets list)")
+    hashes: dict[str, str | None] = {}
+    for entry in entries:
+        name = entry.get("target") if isinstance(entry, dict) else None
+        if isinstance(name, str):
+            hashes[name] = entry["hash"] if isinstance(entry.get("hash"), str) else None
+    return SavedTargets(path, fleet, hashes)
+
+
+def check_saved_target(saved: SavedTargets, name: str, live_plan: Plan) -> None:
+    """Refuse (exit 3) a target the saved plan does not hold, or whose live plan moved."""
+    if saved.fleet != live_plan.fleet:
+        shown = printable(saved.fleet[:100])
+        fail(f"{saved.path} is a plan for fleet {shown}, not {live_plan.fleet}", EXIT_REFUSED)
+    saved_hash = saved.hashes.get(name)
+    if saved_hash is None:
+        fail(f"{saved.path} holds no plan for target {name}; run plan again", EXIT_REFUSED)
+    if saved_hash != live_plan.hash:
+        fail(
+            f"{saved.path} is stale for target {name}: it was {printable(saved_hash[:80])}, "
+            f"the live plan is now {live_plan.hash}; run plan again and review it",
             EXIT_REFUSED,
         )
