@@ -26,6 +26,7 @@ VALID = {
     "$defs/api_key": "os.environ/VLLM_API_KEY",
     "$defs/host/properties/name": "runpod-a",
     "properties/source": "acme/llm-config",
+    "$defs/target_name": "prod-eu-1",
 }
 
 

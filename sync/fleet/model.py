@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -16,21 +15,17 @@ import jsonschema
 # Re-exported: set-host, import, the probe and the tests take the address rules from here.
 from sync.fleet.addresses import address_problem as address_problem
 from sync.fleet.addresses import normalise_address as normalise_address
+from sync.fleet.placement import Placement, Target, placement_of, target_problems, targets_of
 from sync.fleet.plaintext import address_credential, holds_credential, masked, quote
 from sync.fleet.plaintext import secret_problems as _secret_problems
 from sync.fleet.plaintext import where as _where
 from sync.fleet.problems import FleetError, Problem
+from sync.fleet.sections import param_problems
 from sync.fleet.text import text_problems
 from sync.fleet.yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
-from sync.litellm.convergence import route_too_large, unconvergeable
-from sync.litellm.redirects import REDIRECTS
+from sync.litellm.convergence import route_too_large
 
 SCHEMA_PATH = Path(__file__).with_name("fleet.schema.json")
-# Set by fleet-sync from dedicated fields, so a second spelling in litellm_params is an error.
-RESERVED_PARAMS = {"model": "served_model", "api_base": "the host's api_base", "api_key": "api_key"}
-# Refused at the key (a reserved or redirecting litellm_params key): its value is not judged.
-SET_ELSEWHERE = RESERVED_PARAMS.keys() | REDIRECTS.keys()
-RESERVED_INFO = re.compile(r"^(id|fleet_sync_.*)$")
 DEFAULT_PROVIDER = "hosted_vllm"
 DEFAULT_MAX_PRUNE_PERCENT = 30.0
 
@@ -44,6 +39,7 @@ class Host:
     api_key: str | None
     litellm_params: Mapping[str, Any]
     model_info: Mapping[str, Any]
+    targets: Placement | None = None  # None: every target its model goes to
 
 
 @dataclass(frozen=True)
@@ -55,6 +51,7 @@ class Model:
     litellm_params: Mapping[str, Any]
     model_info: Mapping[str, Any]
     hosts: tuple[Host, ...]
+    targets: Placement | None = None  # None: every target
 
 
 @dataclass(frozen=True)
@@ -63,6 +60,7 @@ class Defaults:
     api_key: str | None
     litellm_params: Mapping[str, Any]
     model_info: Mapping[str, Any]
+    targets: Placement | None = None  # overlays only: defaults limit nothing
 
 
 @dataclass(frozen=True)
@@ -76,6 +74,9 @@ class Fleet:
     # The repository that writes this fleet's routes (tag fleet_sync_source): fleet.yaml's
     # source:, else what the command line resolves (GITHUB_REPOSITORY, the git remote).
     source: str | None = None
+    # The proxies of fleet.yaml's targets:, in promotion order; () without targets: (one proxy,
+    # from LITELLM_PROXY_URL). What one target sees: sync.fleet.targets.for_target.
+    targets: tuple[Target, ...] = ()
 
     @property
     def requires_health(self) -> bool:
@@ -157,11 +158,15 @@ def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iter
     if "propertyNames" in error.absolute_schema_path:
         # jsonschema reports a bad name with the name as instance and the mapping as path.
         name: Any = instance
+        rule_text = (
+            "invalid target name {} (lowercase letters, digits and -, starting with a letter "
+            "or digit, at most 63)"
+            if path == ("targets",)
+            else "invalid model name {} (letters, digits and ._:/@+- only, starting with a "
+            "letter or digit, at most 128)"
+        )
         yield Problem(
-            file,
-            *marks.of_key((*path, name)),
-            f"{where}: invalid model name {quote(name)} (letters, digits and ._:/@+- "
-            "only, starting with a letter or digit, at most 128)",
+            file, *marks.of_key((*path, name)), f"{where}: {rule_text.format(quote(name))}"
         )
         return
     yield Problem(file, *marks.of_value(path), _value_message(error, path, where))
@@ -177,14 +182,28 @@ def _value_message(error: jsonschema.ValidationError, path: JsonPath, where: str
         return f"version: expected the number 1, got the string {quote(instance)}"
     if kind == "const" and last == "version":
         return f"unsupported version {json.dumps(instance)}; this fleet-sync reads version 1"
+    if kind == "type" and instance is None and _is_overlay(path):
+        return f"{where}: expected a mapping, got null (write {{}} for a target with no overlay)"
     if kind == "type":
         return f"{where}: expected {_expected(expected)}, got {_type_name(instance)}"
-    if kind == "pattern" and last == "api_key":
-        # Never echo the value: it may be the secret itself.
+    if kind == "pattern" and last in {"api_key", "read_api_key"}:
+        # Never echo the value: it may be the secret itself. A target's key is read where
+        # fleet-sync runs; every other one by LiteLLM, in the proxy's environment.
+        target = path[:1] == ("targets",)
+        place = "where fleet-sync runs" if target else "in the proxy's environment"
         return (
             f"{where}: plaintext api keys are refused; write a reference os.environ/NAME "
-            "and set NAME in the proxy's environment"
+            f"and set NAME {place}"
         )
+    if kind in {"minItems", "minProperties"} and last == "targets":
+        if len(path) == 1:
+            return (
+                "targets: declares no target; remove it to sync one proxy (LITELLM_PROXY_URL) "
+                "or declare at least one"
+            )
+        return f"{where}: names no target; name at least one, or remove targets: to go to all"
+    if kind == "minItems" and last == "proxy_url":
+        return f"{where}: lists no URL; list the pods' URLs, or write one URL or a reference"
     if kind == "pattern" and last == "fleet":
         return f"fleet: {quote(instance)} must be 1-63 lowercase letters, digits or dashes"
     if kind == "pattern" and last == "source" and len(path) == 1:
@@ -208,6 +227,15 @@ def _value_message(error: jsonschema.ValidationError, path: JsonPath, where: str
     return f"{where}: {error.message}"
 
 
+def _is_overlay(path: JsonPath) -> bool:
+    """defaults.targets.T, models.M.targets.T or models.M.hosts[i].targets.T."""
+    if path[:1] == ("defaults",):
+        return len(path) == 3 and path[1] == "targets"
+    if path[:1] != ("models",):
+        return False
+    return (len(path) == 4 and path[2] == "targets") or (len(path) == 6 and path[4] == "targets")
+
+
 def _expected(value: Any) -> str:
     names = {"object": "a mapping", "array": "a list", "string": "a string"}
     names.update({"boolean": "true or false", "number": "a number", "integer": "an integer"})
@@ -224,9 +252,10 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
 
     yield from _secret_problems(data, problem)
     yield from text_problems(data, problem)
+    yield from target_problems(data, problem)
     defaults = data.get("defaults")
     if isinstance(defaults, dict):
-        yield from _param_problems(defaults, ("defaults",), problem)
+        yield from param_problems(defaults, ("defaults",), problem)
     models = data.get("models")
     if not isinstance(models, dict):
         return
@@ -234,7 +263,7 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
         if not isinstance(model, dict):
             continue
         base: JsonPath = ("models", model_name)
-        yield from _param_problems(model, base, problem)
+        yield from param_problems(model, base, problem)
         hosts = model.get("hosts")
         if not isinstance(hosts, list):
             continue
@@ -244,7 +273,7 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
             if not isinstance(host, dict):
                 continue
             here: JsonPath = (*base, "hosts", index)
-            yield from _param_problems(host, here, problem)
+            yield from param_problems(host, here, problem)
             layers = [d for d in (defaults, model, host) if isinstance(d, dict)]
             if too_large := route_too_large(layers):
                 yield problem(here, f"{_where(here)}: {too_large}")
@@ -276,38 +305,6 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
                 bases[normal] = index
 
 
-def _param_problems(section: dict[str, Any], path: JsonPath, problem: Any) -> Iterator[Problem]:
-    params = section.get("litellm_params")
-    if isinstance(params, dict):
-        for key in params:
-            at: JsonPath = (*path, "litellm_params", key)
-            if key in RESERVED_PARAMS:
-                yield problem(
-                    at,
-                    f"{_where(at)}: set by fleet-sync from {RESERVED_PARAMS[key]}; remove it here",
-                    True,
-                )
-            elif key in REDIRECTS:
-                does, fix = REDIRECTS[key]
-                yield problem(at, f"{_where(at)}: {does}; {fix}", True)
-    info = section.get("model_info")
-    if isinstance(info, dict):
-        for key in info:
-            if RESERVED_INFO.match(key):
-                at = (*path, "model_info", key)
-                yield problem(
-                    at, f"{_where(at)}: {quote(key)} is set by fleet-sync; remove it here", True
-                )
-    for name in ("litellm_params", "model_info"):
-        values = section.get(name)
-        if isinstance(values, dict):
-            own = {k: v for k, v in values.items() if k not in SET_ELSEWHERE}
-            if name == "model_info":
-                own = {k: v for k, v in values.items() if not RESERVED_INFO.match(str(k))}
-            for at, why, key in unconvergeable(name, own, (*path, name)):
-                yield problem(at, f"{_where(at)}: {why}", key)
-
-
 def _build(data: dict[str, Any]) -> Fleet:
     d = data.get("defaults") or {}
     defaults = Defaults(
@@ -315,6 +312,7 @@ def _build(data: dict[str, Any]) -> Fleet:
         api_key=d.get("api_key"),
         litellm_params=d.get("litellm_params") or {},
         model_info=d.get("model_info") or {},
+        targets=placement_of(d.get("targets")),
     )
     models = tuple(
         Model(
@@ -333,9 +331,11 @@ def _build(data: dict[str, Any]) -> Fleet:
                     api_key=h.get("api_key"),
                     litellm_params=h.get("litellm_params") or {},
                     model_info=h.get("model_info") or {},
+                    targets=placement_of(h.get("targets")),
                 )
                 for h in m["hosts"]
             ),
+            targets=placement_of(m.get("targets")),
         )
         for name, m in data["models"].items()
     )
@@ -348,4 +348,5 @@ def _build(data: dict[str, Any]) -> Fleet:
         models=models,
         health=data.get("health"),
         source=data.get("source"),
+        targets=targets_of(data.get("targets")),
     )

@@ -116,11 +116,15 @@ def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
         here: JsonPath = (*at, key)
         size = _owner(here)
         rest = here[size:] if size else ()
-        if _checked_elsewhere(size, rest):
+        if _checked_elsewhere(here, size, rest):
             continue
         kind = credential_kind(key) if isinstance(key, str) else None
         if kind:
-            what = "a model name" if at == ("models",) else "a key"
+            names: dict[JsonPath, str] = {
+                ("models",): "a model name",
+                ("targets",): "a target name",
+            }
+            what = names.get(at, "a key")
             message = f"{where(at)}: {what} looks like a credential ({kind}); {FIX_MOVE}"
             yield problem(here, message, True)
         in_section = len(rest) >= 2 and rest[0] in {"litellm_params", "model_info"}
@@ -137,20 +141,35 @@ def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
 
 
 def _owner(path: JsonPath) -> int:
-    """How long the part of a path is that names defaults, a model or a host (0: neither)."""
+    """How long the part of a path is that names defaults, a model or a host, or a target's
+    overlay on one of them, which holds the same keys (0: none of these)."""
     if path[:1] == ("defaults",):
-        return 1
-    if path[:1] != ("models",) or len(path) < 2:
+        size = 1
+    elif path[:1] != ("models",) or len(path) < 2:
         return 0
-    return 4 if len(path) >= 4 and path[2] == "hosts" and isinstance(path[3], int) else 2
+    else:
+        size = 4 if len(path) >= 4 and path[2] == "hosts" and isinstance(path[3], int) else 2
+    overlay = len(path) >= size + 2 and path[size] == "targets" and isinstance(path[size + 1], str)
+    return size + 2 if overlay else size
 
 
-def _checked_elsewhere(size: int, rest: JsonPath) -> bool:
-    """api_key (the schema takes a reference only), a host's api_base (the address rules) and
-    the litellm_params fleet-sync sets itself (refused at the key): never quoted there either."""
-    if rest == ("api_key",) or (size == 4 and rest == ("api_base",)):
+def _checked_elsewhere(path: JsonPath, size: int, rest: JsonPath) -> bool:
+    """api_key (the schema takes a reference only), a host's api_base and a target's proxy_url
+    (the address rules) and the litellm_params fleet-sync sets itself (refused at the key):
+    never quoted there either."""
+    if rest == ("api_key",) or is_address(path):
+        return True
+    if len(path) == 3 and path[0] == "targets" and path[2] in {"api_key", "read_api_key"}:
         return True
     return len(rest) == 2 and rest[0] == "litellm_params" and rest[1] in _RESERVED_PARAMS
+
+
+def is_address(path: JsonPath) -> bool:
+    """A host's api_base (models.M.hosts[i].api_base) or a target's proxy_url (targets.T.proxy_url,
+    or one of its list's items): the address rules judge it, naming what is wrong."""
+    if len(path) == 5 and path[0] == "models" and path[2] == "hosts" and path[4] == "api_base":
+        return isinstance(path[3], int)
+    return len(path) in {3, 4} and path[0] == "targets" and path[2] == "proxy_url"
 
 
 def _fix(size: int, rest: JsonPath) -> str:

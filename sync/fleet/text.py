@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from sync.fleet.plaintext import where
+from sync.fleet.plaintext import is_address, where
 from sync.fleet.problems import Problem
 from sync.fleet.yamlmarks import JsonPath
 
@@ -25,7 +25,7 @@ def text_problems(data: Any, problem: ProblemAt) -> Iterator[Problem]:
 
 def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
     if isinstance(value, str):
-        if _is_address(at):
+        if is_address(at):
             return  # the address rules name any character that is not printable
         if why := surrogate(value):
             yield problem(at, f"{where(at)}: {why}", False)
@@ -58,8 +58,3 @@ def surrogate(text: str) -> str | None:
             f"itself, or {escape} in a double-quoted string"
         )
     return None
-
-
-def _is_address(at: JsonPath) -> bool:
-    """A host's api_base: models.M.hosts[i].api_base."""
-    return len(at) == 5 and at[0] == "models" and at[2] == "hosts" and at[4] == "api_base"

@@ -1,0 +1,355 @@
+"""`targets:` in fleet.yaml: the proxies one fleet is synced to, where each model and host goes,
+and what changes there. The value objects, the rules JSON Schema cannot say, promotion order.
+
+A top-level `targets:` declares each proxy (proxy_url, api_key, read_api_key as references,
+`after` for promotion order). `targets:` on a model or a host says where it goes: a list of
+names, or a mapping name -> overlay ({api_key, litellm_params, model_info}) that also says what
+changes there; a list is a mapping of empty overlays. On `defaults` it is a mapping of overlays
+only (it limits nothing). An overlay obeys every rule of its level: the same checks run on it
+(sync/fleet/sections.py), and secret and text checks walk it with the rest of the document.
+Pure: no environment is read here (the commands resolve the references).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sync.fleet.addresses import address_problem, normalise_address
+from sync.fleet.plaintext import authority, quote, where
+from sync.fleet.problems import Problem
+from sync.fleet.sections import ProblemAt, param_problems
+from sync.fleet.yamlmarks import JsonPath
+from sync.litellm.convergence import route_too_large
+from sync.secrets.credentials import credential_kind, is_reference
+
+REFERENCE_PREFIX = "os.environ/"
+NO_TARGETS = (
+    "the fleet declares no targets; declare them in a top-level targets: or remove this "
+    "(without targets:, every model and host goes to the one proxy of LITELLM_PROXY_URL)"
+)
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """What changes on one target, over the level it is written at (defaults, model, host):
+    each key replaces that key of its level, like a host's over its model's."""
+
+    api_key: str | None = None
+    litellm_params: Mapping[str, Any] = field(default_factory=dict)
+    model_info: Mapping[str, Any] = field(default_factory=dict)
+
+
+# Where a model or host goes (the keys, in the order written) and what changes there. None on a
+# level: every target its enclosing level goes to.
+Placement = Mapping[str, Overlay]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One proxy the fleet is synced to, named by references only, never a secret value."""
+
+    name: str  # [a-z0-9][a-z0-9-]{0,62}
+    proxy_url: str | tuple[str, ...]  # as written: a URL, pod URLs, or "os.environ/NAME"
+    api_key: str | None  # "os.environ/NAME" (the write key) or None
+    read_api_key: str | None  # "os.environ/NAME" or None
+    after: tuple[str, ...]  # promotion predecessors (validated: exist, no self, no cycle)
+
+
+# --- building (after validation) ------------------------------------------------------------
+
+
+def targets_of(raw: Any) -> tuple[Target, ...]:
+    """The declared targets in promotion order; () without a top-level targets:."""
+    if not isinstance(raw, dict):
+        return ()
+    by_name = {
+        name: Target(
+            name=name,
+            proxy_url=tuple(spec["proxy_url"])
+            if isinstance(spec["proxy_url"], list)
+            else spec["proxy_url"],
+            api_key=spec.get("api_key"),
+            read_api_key=spec.get("read_api_key"),
+            after=tuple(spec.get("after") or ()),
+        )
+        for name, spec in raw.items()
+    }
+    order, _ = promotion_order({name: list(t.after) for name, t in by_name.items()})
+    return tuple(by_name[name] for name in order)
+
+
+def placement_of(raw: Any) -> Placement | None:
+    """A level's targets: as a mapping of overlays (a list: empty ones); None when absent."""
+    if raw is None:
+        return None
+    if isinstance(raw, list):
+        return {name: Overlay() for name in raw}
+    return {
+        name: Overlay(
+            api_key=spec.get("api_key"),
+            litellm_params=spec.get("litellm_params") or {},
+            model_info=spec.get("model_info") or {},
+        )
+        for name, spec in raw.items()
+    }
+
+
+def promotion_order(after: Mapping[str, Sequence[str]]) -> tuple[list[str], list[str]]:
+    """(the names in promotion order, the names a cycle holds back). The order: repeatedly the
+    first name in declaration order whose predecessors are all placed, so a file written in
+    promotion order keeps its order. Predecessors that are not keys of `after` are ignored."""
+    order: list[str] = []
+    placed: set[str] = set()
+    pending = list(after)
+    while True:
+        ready = next(
+            (n for n in pending if all(p in placed or p not in after for p in after[n])), None
+        )
+        if ready is None:
+            return order, pending
+        order.append(ready)
+        placed.add(ready)
+        pending.remove(ready)
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def target_problems(data: dict[str, Any], problem: ProblemAt) -> Iterator[Problem]:
+    """Every problem of targets: in a fleet document (which the schema has seen), located."""
+    raw = data.get("targets")
+    declared: list[str] | None = None  # None: no top-level targets: at all
+    if isinstance(raw, dict) and raw:
+        declared = list(raw)
+        yield from _declaration_problems(raw, problem)
+    known = "targets" not in data or declared is not None  # names can be checked
+    defaults = data.get("defaults")
+    if isinstance(defaults, dict):
+        at: JsonPath = ("defaults", "targets")
+        yield from _placement_problems(defaults.get("targets"), at, declared, known, problem)
+    models = data.get("models")
+    if not isinstance(models, dict):
+        return
+    for model_name, model in models.items():
+        if not isinstance(model, dict):
+            continue
+        base: JsonPath = ("models", model_name)
+        placement = model.get("targets")
+        yield from _placement_problems(placement, (*base, "targets"), declared, known, problem)
+        hosts = model.get("hosts")
+        if not isinstance(hosts, list):
+            continue
+        within = _names_of(placement)
+        for index, host in enumerate(hosts):
+            if not isinstance(host, dict):
+                continue
+            here: JsonPath = (*base, "hosts", index)
+            yield from _placement_problems(
+                host.get("targets"), (*here, "targets"), declared, known, problem, within
+            )
+            if declared is not None:
+                yield from _size_problems(defaults, model, host, declared, here, problem)
+
+
+def _names_of(placement: Any) -> list[str] | None:
+    if isinstance(placement, list):
+        return [n for n in placement if isinstance(n, str)]
+    if isinstance(placement, dict):
+        return list(placement)
+    return None
+
+
+def _placement_problems(
+    value: Any,
+    at: JsonPath,
+    declared: list[str] | None,
+    known: bool,
+    problem: ProblemAt,
+    within: list[str] | None = None,
+) -> Iterator[Problem]:
+    """A level's targets: names it declares, each once, within its model's; overlays' rules."""
+    if isinstance(value, dict):
+        for name, overlay in value.items():
+            if isinstance(overlay, dict):
+                yield from param_problems(overlay, (*at, name), problem)
+    if not isinstance(value, list | dict) or not known:
+        return
+    if declared is None:
+        yield problem(at, f"{where(at)}: {NO_TARGETS}", True)
+        return
+    seen: set[str] = set()
+    named = (
+        [((*at, name), name, True) for name in value]
+        if isinstance(value, dict)
+        else [((*at, i), name, False) for i, name in enumerate(value) if isinstance(name, str)]
+    )
+    for here, name, key in named:
+        if name in seen:
+            yield problem(here, f"{where(at)}: {quote(name)} is listed twice", key)
+        elif name not in declared:
+            yield problem(here, f"{where(at)}: {_unknown(name, declared)}", key)
+        elif within is not None and name not in within:
+            yield problem(
+                here,
+                f"{where(at)}: target {quote(name)} is not one of its model's "
+                f"({', '.join(quote(n) for n in within)}); a host goes only where its model goes",
+                key,
+            )
+        seen.add(name)
+
+
+def _unknown(name: str, declared: Sequence[str]) -> str:
+    return f"unknown target {quote(name)} (declared: {', '.join(quote(n) for n in declared)})"
+
+
+def _size_problems(
+    defaults: Any,
+    model: dict[str, Any],
+    host: dict[str, Any],
+    declared: list[str],
+    here: JsonPath,
+    problem: ProblemAt,
+) -> Iterator[Problem]:
+    """A route too large on a target where overlays add to it (without them, the route is the
+    one model.py checks already)."""
+    levels = [level for level in (defaults, model, host) if isinstance(level, dict)]
+    if route_too_large(levels):
+        return  # said once, for the route every target starts from
+    goes = _names_of(host.get("targets")) or _names_of(model.get("targets")) or declared
+    for name in goes:
+        layers: list[dict[str, Any]] = []
+        for level in levels:
+            layers.append(level)
+            overlays = level.get("targets")
+            overlay = overlays.get(name) if isinstance(overlays, dict) else None
+            if isinstance(overlay, dict):
+                layers.append(overlay)
+        if len(layers) > len(levels) and (why := route_too_large(layers)):
+            yield problem(here, f"{where(here)}: on target {quote(name)}: {why}")
+
+
+def _declaration_problems(raw: dict[str, Any], problem: ProblemAt) -> Iterator[Problem]:
+    """Each declared target: its proxy_url, its after; promotion order without a cycle; no two
+    targets at one proxy."""
+    graph: dict[str, list[str]] = {}
+    proxies: dict[str, str] = {}  # normal address -> the first target at it
+    for name, spec in raw.items():
+        if not isinstance(spec, dict):
+            continue
+        here: JsonPath = ("targets", name)
+        urls = yield from _proxy_url_problems(spec.get("proxy_url"), (*here, "proxy_url"), problem)
+        for at, normal in urls:
+            if normal in proxies and proxies[normal] != name:
+                yield problem(
+                    at,
+                    f"{where(at)}: the same proxy as target {quote(proxies[normal])}; two "
+                    "targets on one proxy would each prune the other's routes",
+                )
+            proxies.setdefault(normal, name)
+        after = spec.get("after")
+        graph[name] = []
+        if not isinstance(after, list):
+            continue
+        for index, before in enumerate(after):
+            at = (*here, "after", index)
+            if not isinstance(before, str):
+                continue
+            if before == name:
+                yield problem(at, f"{where(at)}: a target cannot come after itself")
+            elif before not in raw:
+                yield problem(at, f"{where(at)}: {_unknown(before, list(raw))}")
+            elif before in graph[name]:
+                yield problem(at, f"{where(at)}: {quote(before)} is listed twice")
+            else:
+                graph[name].append(before)
+    for cycle in _cycles(graph):
+        first, second = cycle[0], cycle[1]
+        at = ("targets", first, "after", raw[first]["after"].index(second))
+        chain = " after ".join(quote(n) for n in (*cycle, first))
+        yield problem(
+            at,
+            f"{where(at)}: promotion order has a cycle: {chain}; remove one of these after entries",
+        )
+
+
+def _cycles(graph: dict[str, list[str]]) -> Iterator[list[str]]:
+    """Each cycle of `after` once, from its first declared member, following its after."""
+    order, stuck = promotion_order(graph)
+    placed = set(order)
+    while stuck:
+        path, node = [stuck[0]], stuck[0]
+        while True:
+            # A held-back name waits for another held-back one, else it would be placed.
+            node = next(p for p in graph[node] if p not in placed)
+            if node in path:
+                cycle = path[path.index(node) :]
+                break
+            path.append(node)
+        start = min(cycle, key=list(graph).index)
+        turn = cycle.index(start)
+        yield cycle[turn:] + cycle[:turn]
+        placed |= set(cycle)
+        rest = {n: [p for p in graph[n] if p not in placed] for n in graph if n not in placed}
+        order, stuck = promotion_order(rest)
+        placed |= set(order)
+
+
+def _proxy_url_problems(
+    value: Any, at: JsonPath, problem: ProblemAt
+) -> Generator[Problem, None, list[tuple[JsonPath, str]]]:
+    """A URL, a list of pod URLs, or a reference os.environ/NAME: the address rules of
+    --proxy-url and a host's api_base (sync/fleet/addresses.py); never quoting a credential.
+    Yields the problems, returns the valid URLs (where, normal form)."""
+    valid: list[tuple[JsonPath, str]] = []
+    if isinstance(value, str):
+        why = _reference_problem(value) if value.startswith(REFERENCE_PREFIX) else _url(value)
+        if why:
+            yield problem(at, f"{where(at)}: {why}")
+        elif not value.startswith(REFERENCE_PREFIX):
+            valid.append((at, normalise_address(value)))
+    elif isinstance(value, list):
+        seen: dict[str, int] = {}
+        for index, item in enumerate(value):
+            here: JsonPath = (*at, index)
+            if not isinstance(item, str):
+                continue
+            if item.startswith(REFERENCE_PREFIX):
+                yield problem(
+                    here,
+                    f"{where(here)}: a list holds the pods' URLs; to read them from the "
+                    "environment write proxy_url: os.environ/NAME (NAME holding the URLs, "
+                    "comma-separated)",
+                )
+            elif why := _url(item):
+                yield problem(here, f"{where(here)}: {why}")
+            elif (normal := normalise_address(item)) in seen:
+                yield problem(
+                    here, f"{where(here)}: same address as proxy_url[{seen[normal]}]; one pod twice"
+                )
+            else:
+                seen[normal] = index
+                valid.append((here, normal))
+    return valid
+
+
+def _reference_problem(value: str) -> str | None:
+    if is_reference(value):
+        return None
+    return (
+        f"{quote(value)} is not a reference os.environ/NAME (NAME: letters, digits and _, "
+        "not starting with a digit)"
+    )
+
+
+def _url(address: str) -> str | None:
+    """Why a proxy URL is refused, or None: a credential by its shape (never quoted), else the
+    address rules."""
+    kind = None if "@" in authority(address) else credential_kind(address)
+    if kind:
+        return (
+            f"looks like a credential ({kind}); a proxy URL carries no key: give the key as "
+            "api_key: os.environ/NAME"
+        )
+    return address_problem(address)
