@@ -24,14 +24,14 @@ import httpx
 
 from sync.github import identity as github_identity
 from sync.github.actions import GitHubError, decode, read_event
-from sync.github.comment import GITHUB_COMMENT_LIMIT, PlanComment
+from sync.github.comment import GITHUB_COMMENT_LIMIT, PlanComment, target_field
 from sync.github.http import JSON, GitHubHTTP
 from sync.github.identity import Identity
 from sync.secrets.display import printable
 
 DRIFT_LABEL = "fleet-drift"
 DRIFT_RESOLVED = "Drift resolved: live state matches fleet.yaml again."
-__all__ = ["JSON", "CommentRef", "GitHubClient", "IssueAction", "drift_marker"]
+__all__ = ["JSON", "CommentRef", "GitHubClient", "IssueAction", "drift_marker", "drift_title"]
 
 
 @dataclass(frozen=True)
@@ -47,9 +47,15 @@ class IssueAction:
     number: int | None
 
 
-def drift_marker(fleet: str) -> str:
-    """The hidden marker that identifies a fleet's drift issue."""
-    return f"<!-- fleet-sync:drift fleet={fleet} -->"
+def drift_marker(fleet: str, target: str | None = None) -> str:
+    """The hidden marker that identifies a fleet's drift issue, or the drift issue of one of
+    its targets (the whole first line of the issue: no marker is a prefix of another)."""
+    return f"<!-- fleet-sync:drift fleet={fleet}{target_field(target)} -->"
+
+
+def drift_title(fleet: str, target: str | None = None) -> str:
+    where = f"fleet {fleet}" if target is None else f"fleet {fleet}, target {target}"
+    return f"Drift: live LiteLLM routes differ from fleet.yaml ({where})"
 
 
 class GitHubClient(GitHubHTTP):
@@ -211,10 +217,11 @@ class GitHubClient(GitHubHTTP):
 
     # ------------------------------------------------------------------ drift issue
 
-    def find_drift_issues(self, fleet: str) -> list[JSON]:
-        """Our open issues labelled fleet-drift whose body starts with this fleet's marker line,
-        oldest first; an issue opened by anyone else is never ours, whatever it carries."""
-        marker = drift_marker(fleet)
+    def find_drift_issues(self, fleet: str, target: str | None = None) -> list[JSON]:
+        """Our open issues labelled fleet-drift whose body starts with this fleet's (and
+        target's) marker line, oldest first; an issue opened by anyone else is never ours,
+        whatever it carries."""
+        marker = drift_marker(fleet, target)
         carrying = [
             issue
             for issue in self._paginate(
@@ -227,12 +234,15 @@ class GitHubClient(GitHubHTTP):
         ]
         return sorted(self.ours(carrying), key=lambda issue: int(issue["number"]))
 
-    def sync_drift_issue(self, fleet: str, body: str | None) -> IssueAction:
-        """Open or update the fleet's drift issue (body given), or close it (body None)."""
+    def sync_drift_issue(
+        self, fleet: str, body: str | None, target: str | None = None
+    ) -> IssueAction:
+        """Open or update the drift issue of the fleet (or of one of its targets) when a body is
+        given, or close it (body None): each (fleet, target) has its own."""
         repo = self.config.repository
-        marker = drift_marker(fleet)
+        marker = drift_marker(fleet, target)
         if body is None:
-            open_issues = self.find_drift_issues(fleet)
+            open_issues = self.find_drift_issues(fleet, target)
             if not open_issues:
                 return IssueAction("none", None)
             for issue in open_issues:  # more than one only if someone duplicated it by hand
@@ -244,10 +254,10 @@ class GitHubClient(GitHubHTTP):
             return IssueAction("closed", int(open_issues[0]["number"]))
 
         text = f"{marker}\n{body}"
-        title = f"Drift: live LiteLLM routes differ from fleet.yaml (fleet {fleet})"
+        title = drift_title(fleet, target)
         attempts = self._retries + 1
         for attempt in range(attempts):
-            open_issues = self.find_drift_issues(fleet)
+            open_issues = self.find_drift_issues(fleet, target)
             if open_issues:
                 number = int(open_issues[0]["number"])
                 self._json(

@@ -1,11 +1,17 @@
-"""The pull-request comment as a value: a hidden header (fleet, kind, plan hash) and a body.
+"""The pull-request comment as a value: a hidden header (fleet, target, kind, plan hash) and a
+body.
 
-The header is the first line of the rendered comment::
+The header is the first line of the rendered comment; a fleet without targets has none, one run
+per target (fleet.yaml `targets:`) names it::
 
     <!-- fleet-sync:plan fleet=gpu-fleet hash=sha256:… -->
+    <!-- fleet-sync:plan fleet=gpu-fleet target=staging hash=sha256:… -->
 
-``marker_for(fleet, kind)`` is the part of that header that does not depend on the hash, so the
-sticky comment of a fleet is found (and edited in place) whatever plan it showed last. A comment
+``marker_for(fleet, kind, target)`` is the part of that header that does not depend on the hash,
+so the sticky comment of a fleet (and target) is found and edited in place whatever plan it
+showed last. No marker is a prefix of another (each ends with `` hash=``), and a comment is
+matched by its whole parsed marker, so (fleet, staging), (fleet, prod) and the target-less
+(fleet) never take each other's comment. A comment
 is one of ours only when ``parse`` finds the whole header at the very start of its body: a plan
 quotes route names from the proxy, and one named like a header is just text further down.
 ``fit`` keeps a body under GitHub's 65,536-character comment limit; ``add_run`` keeps the
@@ -20,21 +26,49 @@ from dataclasses import dataclass
 GITHUB_COMMENT_LIMIT = 65536
 KINDS = ("plan", "apply")
 MAX_FIELD_LEN = 100
-# Longest possible header line ("<!-- fleet-sync:apply fleet=… hash=… -->\n"), rounded up.
+# Longest possible header line ("<!-- fleet-sync:apply fleet=… hash=… -->\n"), rounded up; a
+# target's header takes its ` target=NAME` on top (comment_limit).
 HEADER_RESERVE = 256
 DEFAULT_NOTE = "the full plan is in the job summary"
 
 _TOKEN = r"[^\s>]+"
 _FIELD = re.compile(_TOKEN)
-_HEADER = re.compile(rf"<!-- fleet-sync:(plan|apply) fleet=({_TOKEN}) hash=({_TOKEN}) -->\r?\n")
+# A target name as fleet.yaml's `targets:` allows it (sync/fleet checks it first).
+TARGET_PATTERN = r"[a-z0-9-]+"
+_TARGET = re.compile(TARGET_PATTERN)
+_HEADER = re.compile(
+    rf"<!-- fleet-sync:(plan|apply) fleet=({_TOKEN})(?: target=({TARGET_PATTERN}))?"
+    rf" hash=({_TOKEN}) -->\r?\n"
+)
 
 
-def marker_for(fleet: str, kind: str) -> str:
-    """The hidden-header prefix shared by every comment of this fleet and kind, any hash."""
+def check_target(target: str | None) -> None:
+    """A target name that can go in a marker or a title: `[a-z0-9-]+`, at most 100 characters
+    (None: the fleet has no targets)."""
+    if target is not None and (not _TARGET.fullmatch(target) or len(target) > MAX_FIELD_LEN):
+        raise ValueError(f"target must be 1-{MAX_FIELD_LEN} of a-z, 0-9 and '-', got {target!r}")
+
+
+def target_field(target: str | None) -> str:
+    """What a marker carries for a target: nothing without one (the header of every fleet-sync
+    before targets), else ` target=NAME`."""
+    check_target(target)
+    return "" if target is None else f" target={target}"
+
+
+def comment_limit(target: str | None) -> int:
+    """The `limit` for fit and add_run that leaves room for a target's longer header (GitHub's
+    own limit without a target)."""
+    return GITHUB_COMMENT_LIMIT - len(target_field(target))
+
+
+def marker_for(fleet: str, kind: str, target: str | None = None) -> str:
+    """The hidden-header prefix shared by every comment of this fleet, target and kind, any
+    hash."""
     _check_field("fleet", fleet)
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    return f"<!-- fleet-sync:{kind} fleet={fleet} hash="
+    return f"<!-- fleet-sync:{kind} fleet={fleet}{target_field(target)} hash="
 
 
 @dataclass(frozen=True)
@@ -43,14 +77,15 @@ class PlanComment:
     plan_hash: str
     kind: str  # "plan" | "apply"
     body: str
+    target: str | None = None  # fleet.yaml's `targets:` name; None without targets
 
     def __post_init__(self) -> None:
-        marker_for(self.fleet, self.kind)  # validates fleet and kind
+        marker_for(self.fleet, self.kind, self.target)  # validates fleet, kind and target
         _check_field("plan_hash", self.plan_hash)
 
     @property
     def marker(self) -> str:
-        return marker_for(self.fleet, self.kind)
+        return marker_for(self.fleet, self.kind, self.target)
 
     def render(self) -> str:
         return f"{self.marker}{self.plan_hash} -->\n{self.body}"
@@ -61,10 +96,10 @@ class PlanComment:
         match = _HEADER.match(text)
         if match is None:
             return None
-        kind, fleet, plan_hash = match.groups()
-        if len(fleet) > MAX_FIELD_LEN or len(plan_hash) > MAX_FIELD_LEN:
+        kind, fleet, target, plan_hash = match.groups()
+        if any(len(field) > MAX_FIELD_LEN for field in (fleet, target or "", plan_hash)):
             return None
-        return cls(fleet=fleet, plan_hash=plan_hash, kind=kind, body=text[match.end() :])
+        return cls(fleet, plan_hash, kind, text[match.end() :], target)
 
 
 def _check_field(name: str, value: str) -> None:

@@ -1,5 +1,8 @@
 """The GitOps loop on GitHub: the sticky plan comment, the apply result on the merged PR, the
-drift issue. Each returns a one-line report. Before GitHub is asked anything, the full report is
+drift issue. Each returns a one-line report. For a fleet with `targets:` the commands call each
+once per target (`target=NAME`): every (fleet, target) has its own comment, result and issue,
+under a marker that names the target (sync/github/comment.py); `target=None` is a fleet without
+targets, exactly as before targets existed. Before GitHub is asked anything, the full report is
 saved as files for the job's artifact and added to the step summary (capped under GitHub's
 1 MiB), so a GitHub failure (rate limit, 5xx) raises GitHubError having lost nothing."""
 
@@ -18,13 +21,13 @@ from sync.fleet.yamlmarks import parse_yaml
 from sync.github.actions import GitHubConfig, GitHubError, read_event, write_step_summary
 from sync.github.artifact import WHAT, ReportFiles
 from sync.github.client import GitHubClient
-from sync.github.comment import PlanComment, add_run, fit, marker_for
+from sync.github.comment import PlanComment, add_run, check_target, comment_limit, fit, marker_for
 from sync.github.identity import AUTHOR_VARIABLE
 from sync.gitops.gitref import GitRefError, file_at, merge_base
 from sync.report.json_format import result_json
-from sync.report.markdown import plan_markdown, pr_markdown, result_markdown
+from sync.report.markdown import on_target, plan_markdown, pr_markdown, result_markdown
 from sync.report.redaction import plan_json
-from sync.secrets.display import code
+from sync.secrets.display import code, text
 from sync.secrets.scrub import scrub
 
 
@@ -35,11 +38,13 @@ def _keep(
     plan: Plan,
     markdown: str,
     extra: Mapping[str, Any] | None = None,
+    target: str | None = None,
 ) -> str:
     """Save the full report as files, then add it to the step summary. Returns where the full
     text is, for the note of a comment that has to be cut."""
+    named = {} if target is None else {"target": target}
     where = ReportFiles.from_env(environ).save(
-        plan.fleet, kind, markdown, {**plan_json(plan), **(extra or {})}
+        plan.fleet, kind, markdown, {**plan_json(plan), **named, **(extra or {})}, target
     )
     if write_step_summary(config, markdown, note=where):
         return f"the full {WHAT[kind]} is in the job summary"
@@ -58,11 +63,15 @@ def _base_sha(config: GitHubConfig) -> str | None:
 
 
 def base_plan(
-    fleet_file: Path, ref: str, plan_for: Callable[[Fleet], Plan]
+    fleet_file: Path,
+    ref: str,
+    plan_for: Callable[[Fleet], Plan | None],
+    target: str | None = None,
 ) -> tuple[Plan | None, str]:
     """The plan fleet.yaml at the merge base would make against today's live routes
-    (`plan_for` plans a fleet against them the way the head's plan was made), and a note on it
-    in markdown (git's message, which quotes the ref, in a code span)."""
+    (`plan_for` plans a fleet against them the way the head's plan was made: for one target,
+    the base fleet as that target sees it, or None when the base fleet has no such target),
+    and a note on it in markdown (git's message, which quotes the ref, in a code span)."""
     try:
         base = merge_base(fleet_file.resolve().parent, ref)
         text = file_at(fleet_file, base)
@@ -77,85 +86,123 @@ def base_plan(
             None,
             f"fleet.yaml at the merge base {base[:12]} is invalid: every change is this PR's",
         )
-    return plan_for(fleet), f"compared with fleet.yaml at the merge base {base[:12]}"
+    planned = plan_for(fleet)
+    if planned is None:
+        return (
+            None,
+            f"target {code(target or '')} is not in fleet.yaml at the merge base {base[:12]}: "
+            "every change is this PR's",
+        )
+    return planned, f"compared with fleet.yaml at the merge base {base[:12]}"
 
 
 def comment_plan(
     fleet_file: Path,
     plan: Plan,
-    plan_for: Callable[[Fleet], Plan],
+    plan_for: Callable[[Fleet], Plan | None],
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
     pr_number: int | None = None,
+    *,
+    target: str | None = None,
 ) -> str:
     """pr_number: the pull request to comment on when the event is not a pull_request one
-    (the host-moved workflow opens the PR itself); default: the event's."""
+    (the host-moved workflow opens the PR itself); default: the event's. target: the plan is
+    that target's (`plan_for` plans the base fleet for it): its own sticky comment."""
+    marker = marker_for(plan.fleet, "plan", target)  # a bad target fails before anything
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
-    base, note = base_plan(fleet_file, ref, plan_for) if ref else (None, "no base ref given")
+    if ref:
+        base, note = base_plan(fleet_file, ref, plan_for, target)
+    else:
+        base, note = None, "no base ref given"
     this_pr, drift = split_by_base(plan, base)
-    body = scrub(pr_markdown(plan, this_pr, drift, note, refusals))
-    where = _keep(config, environ, "plan", plan, body)
+    body = scrub(pr_markdown(plan, this_pr, drift, note, refusals, target))
+    where = _keep(config, environ, "plan", plan, body, target=target)
     with GitHubClient(config) as github:
         number = pr_number or github.pull_request_number()
         if number is None:
             raise GitHubError(
                 "GITHUB_EVENT_PATH holds no pull_request: run this on pull_request events"
             )
-        comment = PlanComment(plan.fleet, plan.hash, "plan", fit(body, note=where))
-        ref_ = github.upsert_sticky_comment(number, comment.marker, comment.render())
+        fitted = fit(body, comment_limit(target), note=where)
+        comment = PlanComment(plan.fleet, plan.hash, "plan", fitted, target)
+        ref_ = github.upsert_sticky_comment(number, marker, comment.render())
         note = github.identity_note("posted a new comment, edited none")
-    return f"plan comment {ref_.action} on pull request #{number}: {ref_.url}{note}"
+    return f"plan comment{_for(target)} {ref_.action} on pull request #{number}: {ref_.url}{note}"
+
+
+def _for(target: str | None) -> str:
+    """What a one-line report adds for a target ("" without one)."""
+    return "" if target is None else f" for target {text(target)}"
 
 
 def comment_result(
-    result: Result, environ: Mapping[str, str], verified: Sequence[Verified] = ()
+    result: Result,
+    environ: Mapping[str, str],
+    verified: Sequence[Verified] = (),
+    *,
+    target: str | None = None,
 ) -> str:
     """The result in the job summary (once, first), then on each pull request merged as
     GITHUB_SHA, on top of what earlier runs of the job reported there (in our own result
-    comment: a comment by anyone else is never edited nor copied)."""
+    comment: a comment by anyone else is never edited nor copied). target: the result is that
+    target's, in its own result comment, checked against its own plan comment."""
+    marker = marker_for(result.plan.fleet, "apply", target)  # a bad target fails first
     config = GitHubConfig.from_env(environ)
     outcomes = {"complete": result.complete, "outcomes": result_json(result)["outcomes"]}
-    summary = scrub(_result_body(result, "", verified))
-    where = _keep(config, environ, "apply", result.plan, summary, outcomes)
+    summary = scrub(_result_body(result, "", verified, target))
+    where = _keep(config, environ, "apply", result.plan, summary, outcomes, target)
     if not config.sha:
         raise GitHubError("GITHUB_SHA is not set: cannot find the merged pull request")
-    marker = marker_for(result.plan.fleet, "apply")
     with GitHubClient(config) as github:
         numbers = github.pull_requests_for_commit(config.sha)
         posted = []
         for number in numbers:
-            note = _reviewed_note(github, number, result.plan)
-            run = scrub(_result_body(result, note, verified))
+            note = _reviewed_note(github, number, result.plan, target)
+            run = scrub(_result_body(result, note, verified, target))
             existing = github.find_comment(number, marker)
             earlier = PlanComment.parse(str(existing.get("body") or "")) if existing else None
-            body = add_run(run, earlier.body if earlier else None, note=where)
-            comment = PlanComment(result.plan.fleet, result.plan.hash, "apply", body)
+            body = add_run(
+                run, earlier.body if earlier else None, comment_limit(target), note=where
+            )
+            comment = PlanComment(result.plan.fleet, result.plan.hash, "apply", body, target)
             posted.append(github.upsert_sticky_comment(number, marker, comment.render()))
         note = github.identity_note("posted new comments, edited and copied none")
     if not numbers:
-        return f"no pull request is associated with {config.sha[:12]}; result in the job summary"
-    return "; ".join(f"apply result {c.action}: {c.url}" for c in posted) + note
+        return (
+            f"no pull request is associated with {config.sha[:12]}; result{_for(target)} in "
+            "the job summary"
+        )
+    return "; ".join(f"apply result{_for(target)} {c.action}: {c.url}" for c in posted) + note
 
 
-def _result_body(result: Result, note: str, verified: Sequence[Verified]) -> str:
+def _result_body(
+    result: Result, note: str, verified: Sequence[Verified], target: str | None
+) -> str:
     if result.outcomes or result.plan.withheld or verified:
-        return result_markdown(result, note, verified)
+        return result_markdown(result, note, verified, target)
     # A re-run after a successful apply: say so, and add_run keeps what the first run did.
     return (
-        f"### fleet-sync apply for {code(result.plan.fleet)}: nothing to do\n\n"
+        f"### fleet-sync apply for {code(result.plan.fleet)}{on_target(target)}: nothing to do"
+        "\n\n"
         "The proxy already matched fleet.yaml when this job ran (again).\n\n"
         f"<sub>plan hash `{result.plan.hash}`</sub>\n"
     )
 
 
-def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
-    """Whether the plan applied is the one our plan comment showed; a plan comment by anyone
-    else is not the review, whatever hash it carries."""
-    ours = github.find_comment(number, marker_for(applied.fleet, "plan"))
+def _reviewed_note(github: GitHubClient, number: int, applied: Plan, target: str | None) -> str:
+    """Whether the plan applied is the one our plan comment (of the same target) showed; a plan
+    comment by anyone else is not the review, whatever hash it carries."""
+    ours = github.find_comment(number, marker_for(applied.fleet, "plan", target))
     reviewed = PlanComment.parse(str(ours.get("body") or "")) if ours else None
-    if reviewed is None or reviewed.kind != "plan" or reviewed.fleet != applied.fleet:
+    if (
+        reviewed is None
+        or reviewed.kind != "plan"
+        or reviewed.fleet != applied.fleet
+        or reviewed.target != target
+    ):
         if not github.identity_unknown:
             return ""
         return (
@@ -171,14 +218,18 @@ def _reviewed_note(github: GitHubClient, number: int, applied: Plan) -> str:
     return ""
 
 
-def report_drift(plan: Plan, environ: Mapping[str, str]) -> str:
+def report_drift(plan: Plan, environ: Mapping[str, str], *, target: str | None = None) -> str:
+    """Open, update or close the drift issue of the fleet, or of its `target`: each (fleet,
+    target) has its own, and closing one never touches another's."""
+    check_target(target)
     config = GitHubConfig.from_env(environ)
-    report = scrub(plan_markdown(plan, title=f"Drift in fleet {code(plan.fleet)}"))
-    where = _keep(config, environ, "drift", plan, report)
+    title = f"Drift in fleet {code(plan.fleet)}{on_target(target)}"
+    report = scrub(plan_markdown(plan, title=title))
+    where = _keep(config, environ, "drift", plan, report, target=target)
     body = None if plan.empty else fit(report, note=where)
     with GitHubClient(config) as github:
-        action = github.sync_drift_issue(plan.fleet, body)
+        action = github.sync_drift_issue(plan.fleet, body, target)
         note = github.identity_note("closed none" if body is None else "opened a new issue")
     if action.action == "none":
-        return "no drift" + (note or " and no open drift issue")
-    return f"drift issue #{action.number} {action.action}{note}"
+        return "no drift" + _for(target) + (note or " and no open drift issue")
+    return f"drift issue{_for(target)} #{action.number} {action.action}{note}"

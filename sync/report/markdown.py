@@ -65,6 +65,11 @@ def _untested(plan: Plan) -> list[str]:
     return [f"> [!WARNING]\n> {code(warning)}\n"] if warning else []
 
 
+def on_target(target: str | None) -> str:
+    """What a heading adds for one target of a fleet with `targets:` ("" without one)."""
+    return "" if target is None else f" on {code(target)}"
+
+
 def plan_markdown(plan: Plan, title: str | None = None, refusals: Sequence[str] = ()) -> str:
     """`title` is markdown (its live parts in code spans); default: the plan's."""
     heading = title or f"fleet-sync plan for {code(plan.fleet)}"
@@ -80,9 +85,11 @@ def pr_markdown(
     drift: Sequence[Change],
     base_note: str,
     refusals: Sequence[str] = (),
+    target: str | None = None,
 ) -> str:
-    """The pull-request view: what this PR changes apart from drift that is already live.
-    `base_note` is markdown (its live parts in code spans)."""
+    """The pull-request view: what this PR changes apart from drift that is already live (on
+    `target`, when the fleet has targets). `base_note` is markdown (its live parts in code
+    spans)."""
     body = _withheld(plan)
     body += [f"#### This PR changes ({len(this_pr)})", f"<sub>{text(base_note)}</sub>", ""]
     body += _changes(this_pr, plan) or ["Nothing: fleet.yaml changes no route.", ""]
@@ -94,7 +101,7 @@ def pr_markdown(
             "",
         ]
         body += _changes(drift, plan)
-    heading = f"fleet-sync plan for {code(plan.fleet)}"
+    heading = f"fleet-sync plan for {code(plan.fleet)}{on_target(target)}"
     return _frame(plan, heading, "apply would refuse without `--force`", refusals, body)
 
 
@@ -175,9 +182,15 @@ def _changes(changes: Iterable[Change], plan: Plan) -> list[str]:
     return out
 
 
-def result_markdown(result: Result, note: str = "", verified: Sequence[Verified] = ()) -> str:
+def result_markdown(
+    result: Result,
+    note: str = "",
+    verified: Sequence[Verified] = (),
+    target: str | None = None,
+) -> str:
     verdict = "applied" if result.complete else "**incomplete**"
-    out = [f"### fleet-sync apply for {code(result.plan.fleet)}: {verdict}", ""]
+    heading = f"fleet-sync apply for {code(result.plan.fleet)}{on_target(target)}"
+    out = [f"### {heading}: {verdict}", ""]
     if note:
         out += [f"> [!NOTE]\n> {text(note)}", ""]
     out += [outcome_counts(result), ""]
