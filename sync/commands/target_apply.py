@@ -129,7 +129,7 @@ def refuse_stale(reviewed: SavedTargets, outcomes: Sequence[Outcome[TargetPlan]]
         for o in outcomes
         if o.value is not None
     ]
-    refused = [c for c in checks if c.value is None]
+    refused = [c for c in checks if c.code != EXIT_OK]
     if refused:
         fail(f"{reviewed.path}: {len(refused)} target(s) moved since the plan was saved; "
              "nothing was applied to any target", EXIT_REFUSED)  # fmt: skip

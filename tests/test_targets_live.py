@@ -1,0 +1,238 @@
+"""One fleet.yaml, two real LiteLLM proxies (issue 17): staging is the suite's proxy, prod a
+second one started once per session (or given by FLEET_SYNC_SECOND_PROXY_URL(S) and
+FLEET_SYNC_SECOND_PROXY_API_KEY). Each is reached through a recording fault proxy, so what a
+run sent to each target is counted, never guessed."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from .support.faultproxy import Fault, FaultProxy
+from .support.proxyharness import Proxy, Run, fleet_sync, harness_version, start, stop
+
+SECOND = "FLEET_SYNC_SECOND_PROXY"
+ONE_HOST = {"name": "a", "api_base": "http://127.0.0.1:9/v1"}
+OUTPUTS: list[str] = []  # every stdout, stderr and file the tests read: no key may be in one
+
+
+@pytest.fixture(scope="session")
+def prod_proxy(litellm_version: str) -> Iterator[Proxy]:
+    """The second LiteLLM (one pod, its own database), beside the suite's `proxy`."""
+    urls = os.environ.get(f"{SECOND}_URLS") or os.environ.get(f"{SECOND}_URL") or ""
+    key = os.environ.get(f"{SECOND}_API_KEY")
+    if urls and key:
+        yield Proxy(tuple(u.strip().rstrip("/") for u in urls.split(",") if u.strip()), key, None)
+        return
+    started = start(f"fleet-sync-prod-{os.getpid()}", 1, {}, harness_version(litellm_version))
+    try:
+        yield started
+    finally:
+        stop(started)
+
+
+class Pair:
+    """staging and prod behind recording proxies, and the fleet file of one test."""
+
+    def __init__(self, staging: Proxy, prod: Proxy, fleet_file: Path) -> None:
+        self.staging, self.prod = staging, prod
+        self.staging_fp = FaultProxy(staging.url)
+        self.prod_fp = FaultProxy(prod.url)
+        self.fleet_file = fleet_file
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_PROXY_")}
+        return {
+            **env,
+            "NO_COLOR": "1",
+            "T_STAGING_URL": self.staging_fp.url,
+            "T_STAGING_KEY": self.staging.api_key,
+            "T_PROD_URL": self.prod_fp.url,
+            "T_PROD_KEY": self.prod.api_key,
+        }
+
+    def run(self, *args: str) -> Run:
+        done = fleet_sync([args[0], "-f", str(self.fleet_file), *args[1:]], self.env())
+        OUTPUTS.extend([done.out, done.err])
+        return done
+
+    def writes(self, fp: FaultProxy) -> list[tuple[str, str]]:
+        return [(r.method, r.path) for r in fp.log if r.is_write]
+
+    def close(self) -> None:
+        self.staging_fp.close()
+        self.prod_fp.close()
+
+
+@pytest.fixture
+def pair(proxy: Proxy, prod_proxy: Proxy, tmp_path: Path, fleet_name: str) -> Iterator[Pair]:
+    made = Pair(proxy, prod_proxy, tmp_path / "fleet.yaml")
+    try:
+        yield made
+    finally:
+        made.close()
+        for side in (proxy, prod_proxy):  # a reused proxy keeps nothing of ours
+            remove_fleet(side, fleet_name)
+    for side in (proxy, prod_proxy):
+        assert not any(side.api_key in text for text in OUTPUTS)
+
+
+def remove_fleet(proxy: Proxy, fleet: str) -> None:
+    with proxy.http() as http:
+        for route in proxy.routes():
+            if (route.get("model_info") or {}).get("fleet_sync_fleet") == fleet:
+                http.post("/model/delete", json={"id": route["model_info"]["id"]})
+
+
+def write(path: Path, fleet: str, models: dict[str, Any]) -> None:
+    doc = {
+        "version": 1,
+        "fleet": fleet,
+        "targets": {
+            "staging": {
+                "proxy_url": "os.environ/T_STAGING_URL",
+                "api_key": "os.environ/T_STAGING_KEY",
+            },
+            "prod": {
+                "proxy_url": "os.environ/T_PROD_URL",
+                "api_key": "os.environ/T_PROD_KEY",
+                "after": ["staging"],
+            },
+        },
+        "models": models,
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
+def hosts_on(proxy: Proxy, fleet: str) -> dict[str, dict[str, Any]]:
+    """host -> litellm_params of the fleet's routes the proxy lists."""
+    return {
+        r["model_info"]["fleet_sync_host"]: r["litellm_params"]
+        for r in proxy.routes()
+        if r["model_info"].get("fleet_sync_fleet") == fleet
+    }
+
+
+def test_limits_overlays_and_a_prune_stay_on_their_target(pair: Pair, fleet_name: str) -> None:
+    model = f"{fleet_name}-m"
+    write(pair.fleet_file, fleet_name, {
+        model: {
+            "served_model": "org/m",
+            "targets": {"staging": {}, "prod": {"litellm_params": {"rpm": 600}}},
+            "hosts": [
+                {"name": "a", "api_base": "http://127.0.0.1:9/v1"},
+                {"name": "b", "api_base": "http://127.0.0.1:10/v1", "targets": ["staging"]},
+            ],
+        }
+    })  # fmt: skip
+    applied = pair.run("apply")
+    assert applied.code == 0, applied.out + applied.err
+    assert applied.out.index("=== target staging ===") < applied.out.index("=== target prod ===")
+    staging, prod = hosts_on(pair.staging, fleet_name), hosts_on(pair.prod, fleet_name)
+    assert sorted(staging) == ["a", "b"] and sorted(prod) == ["a"]  # b limited to staging
+    assert prod["a"].get("rpm") == 600 and "rpm" not in staging["a"]  # prod's overlay only
+    again = pair.run("plan", "--detailed-exitcode")
+    assert again.code == 0 and again.out.count("No changes.") == 2, again.out + again.err
+
+    # b leaves fleet.yaml: a prune on staging alone never reads nor writes prod.
+    write(pair.fleet_file, fleet_name, {
+        model: {
+            "served_model": "org/m",
+            "targets": {"staging": {}, "prod": {"litellm_params": {"rpm": 600}}},
+            "hosts": [{"name": "a", "api_base": "http://127.0.0.1:9/v1"}],
+        }
+    })  # fmt: skip
+    pair.prod_fp.clear_log()
+    pruned = pair.run("apply", "--target", "staging")
+    assert pruned.code == 0, pruned.out + pruned.err
+    assert "=== target prod ===" not in pruned.out
+    assert pair.prod_fp.log == []  # --target staging sent nothing to prod
+    assert sorted(hosts_on(pair.staging, fleet_name)) == ["a"]
+    assert sorted(hosts_on(pair.prod, fleet_name)) == ["a"]
+
+
+def test_staging_that_cannot_converge_holds_prod_without_a_write(
+    pair: Pair, fleet_name: str, tmp_path: Path
+) -> None:
+    model = f"{fleet_name}-m"
+    write(pair.fleet_file, fleet_name, {
+        model: {"served_model": "org/m", "hosts": [ONE_HOST]}
+    })  # fmt: skip
+    saved = tmp_path / "plan.json"
+    planned = pair.run("plan", "--format", "json", "--out", str(saved))
+    assert planned.code == 0, planned.err
+    document = json.loads(planned.out)
+    assert [t["target"] for t in document["targets"]] == ["staging", "prod"]
+    assert all(t["hash"].startswith("sha256:") for t in document["targets"])
+    OUTPUTS.append(saved.read_text(encoding="utf-8"))
+
+    pair.staging_fp.add_rule("POST", r"/model/new", Fault.fail_500(), times=None)
+    failed = pair.run("apply", "--plan", str(saved), "--format", "json")
+    assert failed.code == 4, failed.out + failed.err
+    result = {t["target"]: t for t in json.loads(failed.out)["targets"]}
+    assert result["staging"]["exit"] == 4 and not result["staging"]["complete"]
+    assert result["prod"] == {
+        "target": "prod",
+        "exit": 4,
+        "held": "held: staging did not converge",
+    }
+    assert pair.writes(pair.prod_fp) == []  # not one write request reached prod's proxy
+    assert pair.writes(pair.staging_fp)  # staging was tried
+    assert hosts_on(pair.prod, fleet_name) == {}
+
+    # --target prod alone: prod is applied (its job's needs: is the gate), staging sent nothing.
+    pair.staging_fp.clear_log()
+    prod_only = pair.run("apply", "--target", "prod")
+    assert prod_only.code == 0, prod_only.out + prod_only.err
+    assert pair.staging_fp.log == []
+    assert sorted(hosts_on(pair.prod, fleet_name)) == ["a"]
+
+    # The saved plan moved on prod: apply --plan refuses, naming it, before any write.
+    pair.staging_fp.clear_rules()
+    pair.staging_fp.clear_log()
+    stale = pair.run("apply", "--plan", str(saved))
+    assert stale.code == 3, stale.out + stale.err
+    assert "stale for target prod" in stale.err
+    assert pair.writes(pair.staging_fp) == []
+
+
+def test_an_unreachable_target_is_exit_1_and_the_others_are_still_read(
+    pair: Pair, fleet_name: str
+) -> None:
+    write(pair.fleet_file, fleet_name, {
+        f"{fleet_name}-m": {"served_model": "org/m", "hosts": [ONE_HOST]}
+    })  # fmt: skip
+    pair.staging_fp.close()
+    read = pair.run("plan", "--format", "json", "--detailed-exitcode")
+    assert read.code == 1, read.out + read.err
+    assert read.out, read.err
+    targets = {t["target"]: t for t in json.loads(read.out)["targets"]}
+    assert targets["staging"]["exit"] == 1 and "error" in targets["staging"]
+    assert targets["prod"]["summary"]["create"] == 1
+    assert "[staging] error:" in read.err
+    drift = pair.run("drift", "--target", "prod")
+    assert drift.code == 2 and "=== target prod ===" in drift.out, drift.out + drift.err
+
+
+def test_target_flags_are_errors_where_they_do_not_fit(pair: Pair, fleet_name: str) -> None:
+    write(pair.fleet_file, fleet_name, {
+        f"{fleet_name}-m": {"served_model": "org/m", "hosts": [ONE_HOST]}
+    })  # fmt: skip
+    unknown = pair.run("plan", "--target", "prd")
+    assert unknown.code == 1 and "fleet.yaml declares: staging, prod" in unknown.err
+    override = pair.run("plan", "--api-key", "sk-" + secrets.token_hex(8))
+    assert override.code == 1 and "exactly one --target" in override.err
+    importing = pair.run("import", "--fleet", "x")
+    assert importing.code == 1 and "import reads exactly one target" in importing.err
+    missing = fleet_sync(
+        ["plan", "-f", str(pair.fleet_file), "--target", "prod"],
+        {k: v for k, v in pair.env().items() if k != "T_PROD_KEY"},
+    )
+    assert missing.code == 1 and "the variable T_PROD_KEY is not set" in missing.err
