@@ -12,9 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import git
 import pytest
 import yaml
 
+from sync.core.render import route_id
+from sync.github.comment import PlanComment
+
+from .support.fake_github import FakeGitHub
 from .support.faultproxy import Fault, FaultProxy
 from .support.proxyharness import Proxy, Run, fleet_sync, harness_version, start, stop
 
@@ -46,6 +51,7 @@ class Pair:
         self.staging_fp = FaultProxy(staging.url)
         self.prod_fp = FaultProxy(prod.url)
         self.fleet_file = fleet_file
+        self.extra: dict[str, str] = {}  # GitHub's environment, when a test posts there
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_PROXY_")}
@@ -56,10 +62,13 @@ class Pair:
             "T_STAGING_KEY": self.staging.api_key,
             "T_PROD_URL": self.prod_fp.url,
             "T_PROD_KEY": self.prod.api_key,
+            **self.extra,
         }
 
     def run(self, *args: str) -> Run:
-        done = fleet_sync([args[0], "-f", str(self.fleet_file), *args[1:]], self.env())
+        done = fleet_sync(
+            [args[0], "-f", str(self.fleet_file), *args[1:]], self.env(), self.fleet_file.parent
+        )
         OUTPUTS.extend([done.out, done.err])
         return done
 
@@ -236,3 +245,59 @@ def test_target_flags_are_errors_where_they_do_not_fit(pair: Pair, fleet_name: s
         {k: v for k, v in pair.env().items() if k != "T_PROD_KEY"},
     )
     assert missing.code == 1 and "the variable T_PROD_KEY is not set" in missing.err
+
+
+def test_github_gets_one_comment_result_and_drift_issue_per_target(
+    pair: Pair, fleet_name: str, fake_github: FakeGitHub, tmp_path: Path
+) -> None:
+    model = f"{fleet_name}-m"
+    repo = git.Repo.init(tmp_path / "repo", initial_branch="main")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "t").set_value("user", "email", "t@example.invalid")
+    pair.fleet_file = Path(repo.working_tree_dir or "") / "fleet.yaml"
+    host_b = {"name": "b", "api_base": "http://127.0.0.1:10/v1", "targets": ["prod"]}
+    write(pair.fleet_file, fleet_name, {model: {"served_model": "org/m", "hosts": [ONE_HOST]}})
+    repo.index.add(["fleet.yaml"])
+    base_sha = repo.index.commit("base").hexsha
+    write(pair.fleet_file, fleet_name, {
+        model: {"served_model": "org/m", "hosts": [ONE_HOST, host_b]}
+    })  # fmt: skip
+    repo.index.add(["fleet.yaml"])
+    head_sha = repo.index.commit("pr: b on prod").hexsha
+    pr = fake_github.add_pull_request(21, state="closed", merged=True)
+    fake_github.set_commit_pulls(head_sha, [pr])
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": pr, "base": {"sha": base_sha}}}))
+    summary = tmp_path / "summary.md"
+    summary.touch()
+    extra = fake_github.env(
+        GITHUB_EVENT_PATH=str(event), GITHUB_STEP_SUMMARY=str(summary), GITHUB_SHA=head_sha
+    )
+    pair.extra = extra
+
+    assert pair.run("plan", "--github-comment").code == 0
+    plans = comments(fake_github, pr, "plan")
+    assert set(plans) == {"prod", "staging"}
+    rid_b = route_id(fleet_name, model, "b")
+    assert rid_b in plans["prod"] and rid_b not in plans["staging"]  # b goes to prod only
+    this_pr = plans["prod"].split("#### This PR changes")[1].split("#### Drift already")[0]
+    assert rid_b in this_pr
+    assert route_id(fleet_name, model, "a") not in this_pr  # already wanted at the base
+
+    drift = pair.run("drift", "--github-issue")
+    assert drift.code == 2, drift.out + drift.err
+    issues = [i for i in fake_github.issues.values() if "pull_request" not in i]
+    assert len(issues) == 2 and all(i["state"] == "open" for i in issues)
+    assert sorted("prod" in i["title"] for i in issues) == [False, True]
+
+    applied = pair.run("apply", "--github-comment")
+    assert applied.code == 0, applied.out + applied.err
+    assert set(comments(fake_github, pr, "apply")) == {"prod", "staging"}
+    posted = [c["body"] for c in fake_github.comments_on(pr)] + [i["body"] for i in issues]
+    OUTPUTS.extend([*posted, summary.read_text(encoding="utf-8")])
+
+
+def comments(github: FakeGitHub, pr: int, kind: str) -> dict[str | None, str]:
+    """target -> the whole body of fleet-sync's comments of one kind on the pull request."""
+    bodies = [(PlanComment.parse(c["body"]), c["body"]) for c in github.comments_on(pr)]
+    return {p.target: body for p, body in bodies if p is not None and p.kind == kind}
