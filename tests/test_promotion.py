@@ -99,9 +99,11 @@ def test_a_selected_predecessor_without_a_result_holds() -> None:
 def test_resolve_reads_references_and_picks_the_key_by_what_the_command_does() -> None:
     assert resolve(STAGING, ENV, write=False).urls == ("http://127.0.0.1:4000",)
     assert resolve(STAGING, ENV, write=False).key == ENV["STG_KEY"]  # no read key: api_key
+    assert resolve(STAGING, ENV, write=False).key_name == "STG_KEY (target staging's api_key)"
     prod_read = resolve(PROD, ENV, write=False)
     assert prod_read.urls == ("http://127.0.0.1:5000", "http://127.0.0.1:5001")
     assert prod_read.key == ENV["PRD_READ"]
+    assert prod_read.key_name == "PRD_READ (target prod's read_api_key)"
     assert resolve(PROD, ENV, write=True).key == ENV["PRD_KEY"]
     assert resolve(EU, ENV, write=True).urls == EU.proxy_url  # literal URLs as written
 

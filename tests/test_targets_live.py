@@ -245,6 +245,13 @@ def test_target_flags_are_errors_where_they_do_not_fit(pair: Pair, fleet_name: s
         {k: v for k, v in pair.env().items() if k != "T_PROD_KEY"},
     )
     assert missing.code == 1 and "the variable T_PROD_KEY is not set" in missing.err
+    wrong = fleet_sync(
+        ["plan", "-f", str(pair.fleet_file)], {**pair.env(), "T_PROD_KEY": "sk-" + "0" * 24}
+    )
+    assert wrong.code == 1, wrong.out + wrong.err
+    assert "[prod] error: the proxy at" in wrong.err
+    assert "check T_PROD_KEY (target prod's api_key)" in wrong.err
+    assert "=== target staging ===" in wrong.out and "LITELLM_PROXY" not in wrong.err
 
 
 def test_github_gets_one_comment_result_and_drift_issue_per_target(

@@ -98,7 +98,11 @@ def read_fleet(path: Path) -> Fleet:
 
 
 def connect(
-    proxy_urls: tuple[str, ...], api_key: str | None, timeout: float, spread_writes: bool = True
+    proxy_urls: tuple[str, ...],
+    api_key: str | None,
+    timeout: float,
+    spread_writes: bool = True,
+    key_name: str = "LITELLM_PROXY_API_KEY",
 ) -> LiteLLMClient:
     urls = [u for u in proxy_urls if u]
     if not urls:
@@ -122,6 +126,7 @@ def connect(
         timeout=timeout,
         changed_by_header=changed_by(os.environ),
         spread_writes=spread_writes,
+        key_name=key_name,
     )
 
 
@@ -167,7 +172,7 @@ def write_key(api_key: str | None) -> str | None:
 
 def check_can_write(client: LiteLLMClient) -> None:
     """Stop before the first write when the key's role cannot write: nothing is half-done."""
-    refusal = write_refusal(client.key_role())
+    refusal = write_refusal(client.key_role(), client.key_name)
     if refusal:
         fail(refusal)
 

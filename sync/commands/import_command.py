@@ -58,8 +58,8 @@ def import_command(
         fail(f"{output} exists; choose another path or remove it first")
     if output is not None and not output.parent.is_dir():
         fail(f"{output}: the directory {output.parent} does not exist; nothing was read")
-    urls, key = proxy_of(fleet_file, target_names, proxy_urls, api_key)
-    with connect(urls, key, timeout) as client:
+    urls, key, key_name = proxy_of(fleet_file, target_names, proxy_urls, api_key)
+    with connect(urls, key, timeout, key_name=key_name) as client:
         live = read_routes(client)
     imported = import_fleet(live, fleet_name, only)
     for line in imported.left_out:
@@ -92,7 +92,7 @@ def import_command(
 
 def proxy_of(
     fleet_file: Path, names: tuple[str, ...], proxy_urls: tuple[str, ...], api_key: str | None
-) -> tuple[tuple[str, ...], str | None]:
+) -> tuple[tuple[str, ...], str | None, str]:
     """The proxy and key import reads: one target's when --target is given or -f names a fleet
     with targets: (exactly one target: --target is required when it declares several); else
     --proxy-url / LITELLM_PROXY_* as ever, fleet.yaml not read."""
@@ -106,10 +106,10 @@ def proxy_of(
     ctx = click.get_current_context()
     file_given = ctx.get_parameter_source("fleet_file") is click.core.ParameterSource.COMMANDLINE
     if not names and not file_given:
-        return proxy_urls, api_key
+        return proxy_urls, api_key, "LITELLM_PROXY_API_KEY"
     fleet = read_fleet(fleet_file)
     if not fleet.targets and not names:
-        return proxy_urls, api_key
+        return proxy_urls, api_key, "LITELLM_PROXY_API_KEY"
     if len(set(names)) > 1:
         fail("import reads exactly one target: give --target once")
     targets = select(fleet, names)
@@ -122,4 +122,4 @@ def proxy_of(
         )
     except TargetUnresolved as exc:
         fail(str(exc))
-    return endpoint.urls, endpoint.key
+    return endpoint.urls, endpoint.key, endpoint.key_name

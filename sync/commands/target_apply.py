@@ -181,7 +181,9 @@ def apply_target(
             show_plan(the_plan, fmt, planned.unsafe)
         fail("refused: " + " | ".join(planned.unsafe), EXIT_REFUSED)
     endpoint = planned.endpoint
-    with connect(endpoint.urls, endpoint.key, reading.timeout, options.spread_writes) as client:
+    with connect(
+        endpoint.urls, endpoint.key, reading.timeout, options.spread_writes, endpoint.key_name
+    ) as client:
         if the_plan.empty:
             result = Result(the_plan, ())
         else:

@@ -100,7 +100,7 @@ def fix_one(reading: Reading, target: Target, value: TargetPlan) -> tuple[int, T
         fixed = display.text(" | ".join(value.unsafe))  # reasons quote the proxy's names
         fail(f"--fix refused: {fixed}", EXIT_REFUSED)
     endpoint = value.endpoint
-    with connect(endpoint.urls, endpoint.key, reading.timeout) as client:
+    with connect(endpoint.urls, endpoint.key, reading.timeout, True, endpoint.key_name) as client:
         check_can_write(client)
         result = run_apply(value.plan, client, CONCURRENCY, reading.settle_timeout)
     click.echo(result_text(result), nl=False)

@@ -75,7 +75,7 @@ def plan_target(reading: Reading, target: Target) -> TargetPlan:
 
     endpoint = resolve(target, os.environ, reading.write, reading.override)
     fleet = for_target(reading.fleet, target.name)
-    with connect(endpoint.urls, endpoint.key, reading.timeout) as client:
+    with connect(endpoint.urls, endpoint.key, reading.timeout, True, endpoint.key_name) as client:
         live = read_live(
             client, fleet, reading.take_over, reading.settle_timeout, reading.fleet_file
         )

@@ -61,6 +61,7 @@ class Endpoint:
 
     urls: tuple[str, ...]
     key: str
+    key_name: str  # where the key came from, for messages that say to fix it
 
 
 @dataclass(frozen=True)
@@ -142,10 +143,12 @@ def resolve(
         )
         urls = tuple(u.strip() for u in urls)
     if override.key:
-        key = override.key
+        key, key_name = override.key, "--api-key"
     else:
         which, reference = _key_reference(target, write)
         key = _value(reference, environ, target.name, which)
+        variable = reference.removeprefix(REFERENCE) if reference.startswith(REFERENCE) else ""
+        key_name = f"{variable} (target {target.name}'s {which})".lstrip()
         from sync.secrets.credentials import unsendable
 
         if why := unsendable(key):
@@ -154,7 +157,7 @@ def resolve(
                 f"{why}; set it to the key exactly as LiteLLM issued it"
             )
     scrub.remember(key)
-    return Endpoint(urls, key)
+    return Endpoint(urls, key, key_name)
 
 
 def _urls_as_written(target: Target) -> tuple[str, ...]:

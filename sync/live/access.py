@@ -30,10 +30,15 @@ def changed_by(environ: Mapping[str, str]) -> str:
     return f"{who} {repository}" if repository else who
 
 
-def write_refusal(role: str | None) -> str | None:
+def write_refusal(role: str | None, key_name: str = "LITELLM_PROXY_API_KEY") -> str | None:
     """Why a key with this user role cannot apply, or None when it may try."""
     if role not in READ_ONLY_ROLES:
         return None
+    if key_name != "LITELLM_PROXY_API_KEY":  # a target's key: its own variable, no read one
+        return (
+            f"{READ_ONLY} (its user role is {role}); nothing was written. apply needs a key "
+            f"whose user role is proxy_admin in {key_name}"
+        )
     return (
         f"{READ_ONLY} (its user role is {role}); nothing was written. apply needs a key whose "
         "user role is proxy_admin in LITELLM_PROXY_API_KEY; LITELLM_PROXY_READ_API_KEY is for "

@@ -56,6 +56,7 @@ class LiteLLMClient:
         transport: httpx.BaseTransport | None = None,
         changed_by_header: str | None = None,
         spread_writes: bool = True,
+        key_name: str = "LITELLM_PROXY_API_KEY",
     ) -> None:
         if not urls:
             raise ValueError("at least one proxy URL is needed")
@@ -63,6 +64,7 @@ class LiteLLMClient:
         self.retry = retry or Retry()
         self.spread_writes = spread_writes
         self.timeout = timeout
+        self.key_name = key_name  # where the key came from, for messages that say to fix it
         # Sent on writes only: LiteLLM's audit trail names who changed a route.
         self._write_headers = {CHANGED_BY_HEADER: changed_by_header or changed_by({})}
         self._http = httpx.Client(
@@ -145,12 +147,12 @@ class LiteLLMClient:
             if kind is ErrorKind.AUTH and write and answer.status == 403:
                 message = (
                     f"{READ_ONLY}: the proxy at {_origin(url)} answered 403 to {where}; "
-                    "apply needs a proxy_admin key in LITELLM_PROXY_API_KEY: "
+                    f"apply needs a proxy_admin key in {self.key_name}: "
                 )
             elif kind is ErrorKind.AUTH:
                 message = (
                     f"the proxy at {_origin(url)} refused the admin key ({answer.status}); "
-                    "check LITELLM_PROXY_API_KEY: "
+                    f"check {self.key_name}: "
                 )
             last = ProxyError(kind, message + error_message(text), answer.status)
             if kind is not ErrorKind.TRANSIENT:
