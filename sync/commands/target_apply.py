@@ -93,7 +93,8 @@ def run_apply_targets(
         work = partial(apply_target, reading, target, outcome.value, options, reviewed, wrote)
         done = attempt(target.name, work)
         codes[target.name] = done.code if done.value is None else done.value.code
-        wrote = wrote or (done.value is not None and done.value.wrote)
+        # A target stopped part-way (exit 1 from an aborted apply) may have written too.
+        wrote = wrote or (done.value.wrote if done.value is not None else done.code != EXIT_REFUSED)
         entries.append(entry(target.name, done))
     if options.fmt == "json":
         from sync.report.json_format import to_json
