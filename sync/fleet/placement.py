@@ -141,13 +141,14 @@ def target_problems(data: dict[str, Any], problem: ProblemAt) -> Iterator[Proble
         hosts = model.get("hosts")
         if not isinstance(hosts, list):
             continue
-        within = _names_of(placement)
+        # Where the model goes, as far as it names declared targets (else said at the model).
+        within = [n for n in dict.fromkeys(_names_of(placement) or ()) if n in (declared or ())]
         for index, host in enumerate(hosts):
             if not isinstance(host, dict):
                 continue
             here: JsonPath = (*base, "hosts", index)
             yield from _placement_problems(
-                host.get("targets"), (*here, "targets"), declared, known, problem, within
+                host.get("targets"), (*here, "targets"), declared, known, problem, within or None
             )
             if declared is not None:
                 yield from _size_problems(defaults, model, host, declared, here, problem)
@@ -193,7 +194,7 @@ def _placement_problems(
         elif within is not None and name not in within:
             yield problem(
                 here,
-                f"{where(at)}: target {quote(name)} is not one of its model's "
+                f"{where(at)}: target {quote(name)} is not one of its model's targets "
                 f"({', '.join(quote(n) for n in within)}); a host goes only where its model goes",
                 key,
             )
