@@ -310,3 +310,21 @@ def test_overlays_change_values_never_identity(doc: dict[str, Any], data: st.Dat
             assert who(route) == who(base), json.dumps([route.deployment(), base.deployment()])
             if name not in overlaid:
                 assert route == base
+
+
+def test_the_readme_example_is_valid(tmp_path: Path) -> None:
+    """README's targets: example, as a whole fleet.yaml, is valid and does what its comments
+    say: rpm 600 on prod only, the canary host on staging only, prod after staging."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### `targets:` — one fleet.yaml for several proxies", 1)[1]
+    block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "fleet.yaml"
+    path.write_text("version: 1\nfleet: gpu-fleet\n" + block, encoding="utf-8")
+    fleet = load_fleet(path)
+    assert [t.name for t in fleet.targets] == ["staging", "prod"]
+    staging, prod = (identities(render(for_target(fleet, n))) for n in ("staging", "prod"))
+    assert set(staging) == {("qwen3.8-27b", "runpod-a"), ("qwen3.8-27b", "runpod-canary")}
+    assert set(prod) == {("qwen3.8-27b", "runpod-a")}
+    assert "rpm" not in staging["qwen3.8-27b", "runpod-a"].litellm_params
+    assert prod["qwen3.8-27b", "runpod-a"].litellm_params["rpm"] == 600
+    assert prod["qwen3.8-27b", "runpod-a"].litellm_params["timeout"] == 300
