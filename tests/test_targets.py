@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from sync.core.render import TAG_DIGEST, TAG_PATHS, Route, render
 from sync.fleet.model import Fleet, load_fleet, schema
-from sync.fleet.placement import promotion_order
 from sync.fleet.problems import FleetError
+from sync.fleet.promotion import cycles, promotion_order
 from sync.fleet.targets import Target, for_target
 
 from .support.fleetgen import Draw, fleet_docs, load
@@ -147,6 +147,36 @@ def test_promotion_order(after: dict[str, list[str]], order: list[str]) -> None:
     placed, held = promotion_order(after)
     assert placed == order
     assert held == [n for n in after if n not in order]
+
+
+@pytest.mark.parametrize(
+    ("after", "found"),
+    [
+        ({"a": ["b"], "b": ["a"]}, [["a", "b"]]),
+        ({"x": [], "b": ["c"], "c": ["a"], "a": ["b"], "d": ["a"]}, [["b", "c", "a"]]),
+        # Two knots, in declaration order; the second has two cycles, one is named.
+        (
+            {"p": ["q"], "q": ["p"], "r": ["s"], "s": ["r", "t"], "t": ["s"]},
+            [["p", "q"], ["r", "s"]],
+        ),
+        ({"a": ["a"], "b": []}, []),  # after itself: said on its own, not as a cycle
+    ],
+)
+def test_cycles(after: dict[str, list[str]], found: list[list[str]]) -> None:
+    assert cycles(after) == found
+
+
+def test_promotion_order_of_thousands_of_targets() -> None:
+    """A pull request's fleet.yaml may declare tens of thousands of targets: the order and its
+    cycles are found in one pass (a search per step would not end in any useful time)."""
+    n = 20_000
+    chain = {f"t{i}": [f"t{i + 1}"] if i + 1 < n else [] for i in range(n)}  # written backwards
+    assert promotion_order(chain) == ([f"t{i}" for i in reversed(range(n))], [])
+    ring = {f"t{i}": [f"t{(i + 1) % n}"] for i in range(n)}
+    (cycle,) = cycles(ring)
+    assert len(cycle) == n and cycle[:2] == ["t0", "t1"]
+    pairs = {f"t{i}": [f"t{i ^ 1}"] for i in range(n)}
+    assert len(cycles(pairs)) == n // 2
 
 
 # --- validation not in the corpus: sizes, the schema's help -----------------------------------
