@@ -201,7 +201,7 @@ def _value_message(error: jsonschema.ValidationError, path: JsonPath, where: str
                 "targets: declares no target; remove it to sync one proxy (LITELLM_PROXY_URL) "
                 "or declare at least one"
             )
-        return f"{where}: names no target; name at least one, or remove targets: to go to all"
+        return f"{where}: names no target; name at least one, or leave targets: out"
     if kind == "minItems" and last == "proxy_url":
         return f"{where}: lists no URL; list the pods' URLs, or write one URL or a reference"
     if kind == "pattern" and last == "fleet":

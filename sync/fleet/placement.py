@@ -12,13 +12,15 @@ Pure: no environment is read here (the commands resolve the references).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from sync.fleet.addresses import address_problem, normalise_address
 from sync.fleet.plaintext import authority, quote, where
 from sync.fleet.problems import Problem
+from sync.fleet.promotion import cycles, promotion_order
 from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.yamlmarks import JsonPath
 from sync.litellm.convergence import route_too_large
@@ -96,33 +98,15 @@ def placement_of(raw: Any) -> Placement | None:
     }
 
 
-def promotion_order(after: Mapping[str, Sequence[str]]) -> tuple[list[str], list[str]]:
-    """(the names in promotion order, the names a cycle holds back). The order: repeatedly the
-    first name in declaration order whose predecessors are all placed, so a file written in
-    promotion order keeps its order. Predecessors that are not keys of `after` are ignored."""
-    order: list[str] = []
-    placed: set[str] = set()
-    pending = list(after)
-    while True:
-        ready = next(
-            (n for n in pending if all(p in placed or p not in after for p in after[n])), None
-        )
-        if ready is None:
-            return order, pending
-        order.append(ready)
-        placed.add(ready)
-        pending.remove(ready)
-
-
 # --- validation -------------------------------------------------------------------------------
 
 
 def target_problems(data: dict[str, Any], problem: ProblemAt) -> Iterator[Problem]:
     """Every problem of targets: in a fleet document (which the schema has seen), located."""
     raw = data.get("targets")
-    declared: list[str] | None = None  # None: no top-level targets: at all
+    declared: dict[str, None] | None = None  # as declared; None: no top-level targets: at all
     if isinstance(raw, dict) and raw:
-        declared = list(raw)
+        declared = dict.fromkeys(raw)
         yield from _declaration_problems(raw, problem)
     known = "targets" not in data or declared is not None  # names can be checked
     defaults = data.get("defaults")
@@ -141,13 +125,14 @@ def target_problems(data: dict[str, Any], problem: ProblemAt) -> Iterator[Proble
         hosts = model.get("hosts")
         if not isinstance(hosts, list):
             continue
-        within = _names_of(placement)
+        # Where the model goes, as far as it names declared targets (else said at the model).
+        within = [n for n in dict.fromkeys(_names_of(placement) or ()) if n in (declared or {})]
         for index, host in enumerate(hosts):
             if not isinstance(host, dict):
                 continue
             here: JsonPath = (*base, "hosts", index)
             yield from _placement_problems(
-                host.get("targets"), (*here, "targets"), declared, known, problem, within
+                host.get("targets"), (*here, "targets"), declared, known, problem, within or None
             )
             if declared is not None:
                 yield from _size_problems(defaults, model, host, declared, here, problem)
@@ -164,7 +149,7 @@ def _names_of(placement: Any) -> list[str] | None:
 def _placement_problems(
     value: Any,
     at: JsonPath,
-    declared: list[str] | None,
+    declared: Mapping[str, None] | None,
     known: bool,
     problem: ProblemAt,
     within: list[str] | None = None,
@@ -190,35 +175,48 @@ def _placement_problems(
             yield problem(here, f"{where(at)}: {quote(name)} is listed twice", key)
         elif name not in declared:
             yield problem(here, f"{where(at)}: {_unknown(name, declared)}", key)
-        elif within is not None and name not in within:
+        elif within is not None and name not in set(within):
             yield problem(
                 here,
-                f"{where(at)}: target {quote(name)} is not one of its model's "
-                f"({', '.join(quote(n) for n in within)}); a host goes only where its model goes",
+                f"{where(at)}: target {quote(name)} is not one of its model's targets "
+                f"({_some(within)}); a host goes only where its model goes",
                 key,
             )
         seen.add(name)
 
 
-def _unknown(name: str, declared: Sequence[str]) -> str:
-    return f"unknown target {quote(name)} (declared: {', '.join(quote(n) for n in declared)})"
+def _unknown(name: str, declared: Collection[str]) -> str:
+    return f"unknown target {quote(name)} (declared: {_some(declared)})"
+
+
+def _some(names: Collection[str], most: int = 10) -> str:
+    """Names as a message lists them: the first few, then how many in all (a file may hold
+    thousands, and a message names them once per problem)."""
+    shown = ", ".join(quote(name) for name in islice(names, most))
+    return shown + (f", … ({len(names):,} in all)" if len(names) > most else "")
 
 
 def _size_problems(
     defaults: Any,
     model: dict[str, Any],
     host: dict[str, Any],
-    declared: list[str],
+    declared: Mapping[str, None],
     here: JsonPath,
     problem: ProblemAt,
 ) -> Iterator[Problem]:
     """A route too large on a target where overlays add to it (without them, the route is the
     one model.py checks already)."""
     levels = [level for level in (defaults, model, host) if isinstance(level, dict)]
-    if route_too_large(levels):
-        return  # said once, for the route every target starts from
-    goes = _names_of(host.get("targets")) or _names_of(model.get("targets")) or declared
-    for name in goes:
+    overlaid = {
+        name: None
+        for level in levels
+        if isinstance(level.get("targets"), dict)
+        for name in level["targets"]
+    }
+    if not overlaid or route_too_large(levels):
+        return  # no overlay here, or said once for the route every target starts from
+    goes = set(_names_of(host.get("targets")) or _names_of(model.get("targets")) or declared)
+    for name in (n for n in overlaid if n in goes):
         layers: list[dict[str, Any]] = []
         for level in levels:
             layers.append(level)
@@ -252,6 +250,7 @@ def _declaration_problems(raw: dict[str, Any], problem: ProblemAt) -> Iterator[P
         graph[name] = []
         if not isinstance(after, list):
             continue
+        named: set[str] = set()
         for index, before in enumerate(after):
             at = (*here, "after", index)
             if not isinstance(before, str):
@@ -259,41 +258,23 @@ def _declaration_problems(raw: dict[str, Any], problem: ProblemAt) -> Iterator[P
             if before == name:
                 yield problem(at, f"{where(at)}: a target cannot come after itself")
             elif before not in raw:
-                yield problem(at, f"{where(at)}: {_unknown(before, list(raw))}")
-            elif before in graph[name]:
+                yield problem(at, f"{where(at)}: {_unknown(before, raw)}")
+            elif before in named:
                 yield problem(at, f"{where(at)}: {quote(before)} is listed twice")
             else:
+                named.add(before)
                 graph[name].append(before)
-    for cycle in _cycles(graph):
+    for cycle in cycles(graph):
         first, second = cycle[0], cycle[1]
         at = ("targets", first, "after", raw[first]["after"].index(second))
-        chain = " after ".join(quote(n) for n in (*cycle, first))
+        shown = (*cycle, first) if len(cycle) <= 10 else (*cycle[:8], "…", cycle[-1], first)
+        chain = " after ".join(n if n == "…" else quote(n) for n in shown)
+        if len(cycle) > 10:
+            chain += f" ({len(cycle):,} targets)"
         yield problem(
             at,
             f"{where(at)}: promotion order has a cycle: {chain}; remove one of these after entries",
         )
-
-
-def _cycles(graph: dict[str, list[str]]) -> Iterator[list[str]]:
-    """Each cycle of `after` once, from its first declared member, following its after."""
-    order, stuck = promotion_order(graph)
-    placed = set(order)
-    while stuck:
-        path, node = [stuck[0]], stuck[0]
-        while True:
-            # A held-back name waits for another held-back one, else it would be placed.
-            node = next(p for p in graph[node] if p not in placed)
-            if node in path:
-                cycle = path[path.index(node) :]
-                break
-            path.append(node)
-        start = min(cycle, key=list(graph).index)
-        turn = cycle.index(start)
-        yield cycle[turn:] + cycle[:turn]
-        placed |= set(cycle)
-        rest = {n: [p for p in graph[n] if p not in placed] for n in graph if n not in placed}
-        order, stuck = promotion_order(rest)
-        placed |= set(order)
 
 
 def _proxy_url_problems(

@@ -14,7 +14,8 @@ from dataclasses import replace
 from typing import TypeVar
 
 from sync.fleet.model import Defaults, Fleet, Host, Model
-from sync.fleet.placement import Overlay, Placement, Target, promotion_order
+from sync.fleet.placement import Overlay, Placement, Target
+from sync.fleet.promotion import promotion_order
 
 __all__ = ["Overlay", "Placement", "Target", "for_target", "goes_to", "promotion_order"]
 
