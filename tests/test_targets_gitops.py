@@ -9,7 +9,7 @@ the fake GitHub; the commands call them once per target with `target=NAME`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -410,11 +410,12 @@ def test_a_bad_target_fails_before_anything_is_written(
     pr = fake_github.add_pull_request(state="closed", merged=True)
     fake_github.set_commit_pulls("abc123", [pr])
     plan = plan_of(STAGING)
-    for call in (
+    calls: list[Callable[[], str]] = [
         lambda: comment_plan(plan, env, pr, "../prod"),
         lambda: gitops.comment_result(applied(plan), env, target="Prod"),
         lambda: gitops.report_drift(plan, env, target="prod -->"),
-    ):
+    ]
+    for call in calls:
         with pytest.raises(ValueError, match="target must be"):
             call()
     assert fake_github.calls == [] and not (tmp_path / "report").exists()
