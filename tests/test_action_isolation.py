@@ -165,8 +165,10 @@ def test_every_step_isolates_itself_before_it_runs_anything() -> None:
                 assert match.group(1) == "-I", line
                 started += 1
             assert not re.search(r"(?:^|[\s!(])fleet-sync\s", line), line
-    assert started == 6  # venv, pip, --version; fleet_sync(), outputs.py, set-host
+    # venv, pip, --version; fleet_sync(), outputs.py, set-host, missing_secrets.py
+    assert started == 7
     assert (ROOT / "action" / "outputs.py").is_file()
+    assert (ROOT / "action" / "missing_secrets.py").is_file()
 
 
 def test_isolate_is_shellcheck_clean() -> None:

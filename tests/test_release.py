@@ -21,5 +21,9 @@ def test_the_version_has_one_source_and_every_mention_follows_it() -> None:
     hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert f"rev: v{__version__}" in hooks
     major = __version__.split(".")[0]
-    for workflow in (REPO / "examples" / "config-repo" / ".github" / "workflows").glob("*.yml"):
+    examples = REPO / "examples" / "config-repo"
+    workflows = [*examples.glob(".github/workflows/*.yml")]
+    workflows += examples.glob("two-targets/.github/workflows/*.yml")
+    assert len(workflows) == 7
+    for workflow in workflows:
         assert f"fleet-sync-dev/fleet-sync@v{major}\n" in workflow.read_text(encoding="utf-8")

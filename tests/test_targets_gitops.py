@@ -9,7 +9,7 @@ the fake GitHub; the commands call them once per target with `target=NAME`."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -410,11 +410,12 @@ def test_a_bad_target_fails_before_anything_is_written(
     pr = fake_github.add_pull_request(state="closed", merged=True)
     fake_github.set_commit_pulls("abc123", [pr])
     plan = plan_of(STAGING)
-    for call in (
+    calls: list[Callable[[], str]] = [
         lambda: comment_plan(plan, env, pr, "../prod"),
         lambda: gitops.comment_result(applied(plan), env, target="Prod"),
         lambda: gitops.report_drift(plan, env, target="prod -->"),
-    ):
+    ]
+    for call in calls:
         with pytest.raises(ValueError, match="target must be"):
             call()
     assert fake_github.calls == [] and not (tmp_path / "report").exists()
@@ -424,10 +425,10 @@ def test_a_bad_target_fails_before_anything_is_written(
 # ---------------------------------------------------------------------------- merge base
 
 
-def test_a_target_new_in_this_pr_counts_every_change_as_this_prs(
+def test_a_targets_comment_splits_this_prs_changes_from_drift_by_its_base_plan(
     fake_github: FakeGitHub, env: dict[str, str], tmp_path: Path
 ) -> None:
-    """The commands' base-plan callback answers None when the base fleet has no such target."""
+    """The commands hand each target's comment the base plan of that target (`plan_for`)."""
     repo = git.Repo.init(tmp_path / "repo", initial_branch="main")
     with repo.config_writer() as config:
         config.set_value("user", "name", "t").set_value("user", "email", "t@example.invalid")
@@ -439,15 +440,16 @@ def test_a_target_new_in_this_pr_counts_every_change_as_this_prs(
     plan = plan_of(PROD)
     asked: list[Fleet] = []
 
-    def no_such_target(fleet: Fleet) -> Plan | None:
+    def staging_at_base(fleet: Fleet) -> Plan:
         asked.append(fleet)
-        return None
+        return plan_of(STAGING)
 
-    gitops.comment_plan(fleet_file, plan, no_such_target, [], base, env, pr, target="prod")
-    gitops.comment_plan(fleet_file, plan, lambda _: plan_of(STAGING), [], base, env, pr)
+    gitops.comment_plan(fleet_file, plan, staging_at_base, [], base, env, pr, target="staging")
+    gitops.comment_plan(fleet_file, plan, lambda _: plan, [], base, env, pr, target="prod")
 
     assert [f.name for f in asked] == [FLEET]
-    prod, target_less = (c["body"] for c in fake_github.comments_on(pr))
-    assert "This PR changes (2)" in prod
-    assert f"target `prod` is not in fleet.yaml at the merge base {base[:12]}" in prod
-    assert "This PR changes (1)" in target_less and "Drift already live (1)" in target_less
+    staging, prod = (c["body"] for c in fake_github.comments_on(pr))
+    assert f"plan for `{FLEET}` on `staging`" in staging
+    assert "This PR changes (1)" in staging and "Drift already live (1)" in staging
+    assert f"compared with fleet.yaml at the merge base {base[:12]}" in staging
+    assert "This PR changes (0)" in prod and "Drift already live (2)" in prod

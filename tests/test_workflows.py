@@ -203,6 +203,7 @@ def test_action_metadata() -> None:
         "host",
         "api-base",
         "automerge",
+        "target",  # plan, apply, drift: one target of fleet.yaml's `targets:`
     }
     assert meta["inputs"]["command"]["required"] is True
     assert set(meta["outputs"]) == {"plan-hash", "create", "update", "prune", "exit-code", "result"}

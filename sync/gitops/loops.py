@@ -63,15 +63,12 @@ def _base_sha(config: GitHubConfig) -> str | None:
 
 
 def base_plan(
-    fleet_file: Path,
-    ref: str,
-    plan_for: Callable[[Fleet], Plan | None],
-    target: str | None = None,
+    fleet_file: Path, ref: str, plan_for: Callable[[Fleet], Plan]
 ) -> tuple[Plan | None, str]:
     """The plan fleet.yaml at the merge base would make against today's live routes
-    (`plan_for` plans a fleet against them the way the head's plan was made: for one target,
-    the base fleet as that target sees it, or None when the base fleet has no such target),
-    and a note on it in markdown (git's message, which quotes the ref, in a code span)."""
+    (`plan_for` plans a fleet against them the way the head's plan was made; for one target,
+    the base fleet as that target sees it), and a note on it in markdown (git's message, which
+    quotes the ref, in a code span)."""
     try:
         base = merge_base(fleet_file.resolve().parent, ref)
         text = file_at(fleet_file, base)
@@ -86,20 +83,13 @@ def base_plan(
             None,
             f"fleet.yaml at the merge base {base[:12]} is invalid: every change is this PR's",
         )
-    planned = plan_for(fleet)
-    if planned is None:
-        return (
-            None,
-            f"target {code(target or '')} is not in fleet.yaml at the merge base {base[:12]}: "
-            "every change is this PR's",
-        )
-    return planned, f"compared with fleet.yaml at the merge base {base[:12]}"
+    return plan_for(fleet), f"compared with fleet.yaml at the merge base {base[:12]}"
 
 
 def comment_plan(
     fleet_file: Path,
     plan: Plan,
-    plan_for: Callable[[Fleet], Plan | None],
+    plan_for: Callable[[Fleet], Plan],
     refusals: Sequence[str],
     base_ref: str | None,
     environ: Mapping[str, str],
@@ -113,10 +103,7 @@ def comment_plan(
     marker = marker_for(plan.fleet, "plan", target)  # a bad target fails before anything
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
-    if ref:
-        base, note = base_plan(fleet_file, ref, plan_for, target)
-    else:
-        base, note = None, "no base ref given"
+    base, note = base_plan(fleet_file, ref, plan_for) if ref else (None, "no base ref given")
     this_pr, drift = split_by_base(plan, base)
     body = scrub(pr_markdown(plan, this_pr, drift, note, refusals, target))
     where = _keep(config, environ, "plan", plan, body, target=target)

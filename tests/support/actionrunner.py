@@ -80,9 +80,12 @@ class Runner:
     _summary: list[str] = field(default_factory=list)
     _uploads: list[dict[str, str]] = field(default_factory=list)
 
-    def run_job(self, workflow: Path) -> JobRun:
+    def run_job(self, workflow: Path, job_id: str | None = None) -> JobRun:
+        """The job `job_id` of the workflow (default: its first); what it `needs:` is the
+        test's to run first."""
         doc = yaml.safe_load(workflow.read_text(encoding="utf-8"))
-        (job_id, job), *_ = doc["jobs"].items()
+        job_id = job_id or next(iter(doc["jobs"]))
+        job = doc["jobs"][job_id]
         env = {**self.env, **doc.get("env", {}), **job.get("env", {})}
         env.update(
             GITHUB_JOB=job_id, RUNNER_TEMP=str(self.temp), GITHUB_WORKSPACE=str(self.workspace)
