@@ -48,14 +48,15 @@ def fleet(*targets: Target) -> Fleet:
         ([0, 2], 2),
         ([2, 3], 3),
         ([3, 1], 1),
-        ([1, 4], 4),
-        ([4, 0, 2, 3, 1], 4),
+        ([1, 4], 1),  # an error (state unknown) before a held or incomplete target
+        ([4, 3], 4),
+        ([4, 0, 2, 3, 1], 1),
         ([2, 1], 1),  # an unreachable target is never hidden behind "changes"
     ],
 )
 def test_the_run_exits_with_its_most_severe_target(codes: list[int], expected: int) -> None:
     assert worst(codes) == expected
-    assert SEVERITY == (4, 1, 3, 2, 0)
+    assert SEVERITY == (1, 4, 3, 2, 0)
 
 
 def test_an_exit_code_outside_the_order_is_a_bug_not_a_guess() -> None:

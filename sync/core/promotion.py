@@ -9,11 +9,13 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-# Most severe first: the run's code is the first of these any target has. 4 first: a target
-# written only in part, or a rollout stopped part-way (a held target), is the state that most
-# needs someone; then 1, a target that could not be read or written at all; then 3, a plan
-# refused for a person to decide; then 2, changes or drift waiting; 0 last.
-SEVERITY: tuple[int, ...] = (4, 1, 3, 2, 0)
+# Most severe first: the run's code is the first of these any target has. 1 first: a target
+# that could not be read, or whose apply stopped (possibly after writes), is a state nobody
+# knows; then 4, a target written only in part or a rollout held part-way; then 3, a plan
+# refused for a person to decide; then 2, changes or drift waiting; 0 last. The same order as
+# the action's over several fleet files (action.yml), so a job's code is the worst over every
+# file and target whichever way it is grouped.
+SEVERITY: tuple[int, ...] = (1, 4, 3, 2, 0)
 
 # The exit code of a target a gate holds: it was not applied, so the apply is incomplete.
 HELD_CODE = 4
