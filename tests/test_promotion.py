@@ -3,11 +3,16 @@ promotion gate, and the resolver of each target's proxy and key (issue 17)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
 from sync.commands.common import Exit
+from sync.commands.saved_plan import check_saved_target, read_saved_targets
 from sync.commands.targets import (
     Overrides,
     TargetUnresolved,
@@ -19,6 +24,9 @@ from sync.commands.targets import (
 from sync.core.promotion import SEVERITY, Hold, converged, hold, worst
 from sync.fleet.model import Defaults, Fleet
 from sync.fleet.targets import Target
+
+if TYPE_CHECKING:
+    from sync.core.plan import Plan
 
 STAGING = Target("staging", "os.environ/STG_URL", "os.environ/STG_KEY", None, ())
 PROD = Target(
@@ -195,3 +203,40 @@ def test_one_target_failing_stops_only_that_target(capsys: pytest.CaptureFixture
     outcomes = each([STAGING, PROD, EU], work)
     assert [(o.code, o.value) for o in outcomes] == [(0, "ok"), (1, None), (0, "ok")]
     assert "[prod] error: target prod: proxy_url" in capsys.readouterr().err
+
+
+def test_a_saved_plan_over_targets_is_read_per_target(tmp_path: Path) -> None:
+    saved = tmp_path / "plan.json"
+    saved.write_text(json.dumps({"version": 1, "fleet": "f", "targets": [
+        {"target": "staging", "hash": "sha256:a"},
+        {"target": "prod", "error": "unreachable", "exit": 1},
+    ]}))  # fmt: skip
+    read = read_saved_targets(saved)
+    assert read.fleet == "f" and read.hashes == {"staging": "sha256:a", "prod": None}
+    check_saved_target(read, "staging", cast("Plan", SimpleNamespace(fleet="f", hash="sha256:a")))
+    for name, moved, says in (
+        ("prod", "sha256:a", "holds no plan for target prod"),  # not planned when saved
+        ("eu", "sha256:a", "holds no plan for target eu"),
+        ("staging", "sha256:b", "stale for target staging"),
+    ):
+        with pytest.raises(Exit) as caught:
+            check_saved_target(read, name, cast("Plan", SimpleNamespace(fleet="f", hash=moved)))
+        assert caught.value.code == 3 and says in (caught.value.message or "")
+
+
+@pytest.mark.parametrize(
+    ("document", "code", "says"),
+    [
+        ({"version": 1, "fleet": "f", "hash": "sha256:a"}, 3, "a plan without targets"),
+        ({"fleet": "f"}, 1, "not a saved fleet-sync plan"),
+        ([1, 2], 1, "not a saved fleet-sync plan"),
+    ],
+)
+def test_a_saved_plan_without_targets_is_refused_for_a_fleet_with_them(
+    tmp_path: Path, document: object, code: int, says: str
+) -> None:
+    saved = tmp_path / "plan.json"
+    saved.write_text(json.dumps(document))
+    with pytest.raises(Exit) as caught:
+        read_saved_targets(saved)
+    assert caught.value.code == code and says in (caught.value.message or "")

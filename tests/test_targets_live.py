@@ -252,6 +252,15 @@ def test_target_flags_are_errors_where_they_do_not_fit(pair: Pair, fleet_name: s
     assert "[prod] error: the proxy at" in wrong.err
     assert "check T_PROD_KEY (target prod's api_key)" in wrong.err
     assert "=== target staging ===" in wrong.out and "LITELLM_PROXY" not in wrong.err
+    # A proxy variable of a run without targets never stands in for a target's.
+    pair.prod_fp.clear_log()
+    ambient = fleet_sync(
+        ["plan", "-f", str(pair.fleet_file), "--target", "prod"],
+        {**pair.env(), "LITELLM_PROXY_URL": "http://127.0.0.1:9", "LITELLM_PROXY_API_KEY": "x"},
+    )
+    assert ambient.code == 0, ambient.out + ambient.err
+    assert "note: LITELLM_PROXY_URL, LITELLM_PROXY_API_KEY not used" in ambient.err
+    assert pair.prod_fp.log  # prod was read through its own proxy_url
 
 
 def test_github_gets_one_comment_result_and_drift_issue_per_target(
