@@ -19,6 +19,7 @@ from .support.proxyharness import (
     EXTERNAL,
     Proxy,
     from_environment,
+    harness_version,
     setup,
     start,
     stop,
@@ -125,6 +126,25 @@ def proxy(litellm_version: str) -> Iterator[Proxy]:
         litellm_version,
     )
     _TIMES.setdefault(litellm_version, {})["start"] = time.monotonic() - began
+    try:
+        yield started
+    finally:
+        stop(started)
+
+
+SECOND_PROXY = "FLEET_SYNC_SECOND_PROXY"  # a second real proxy given by env
+
+
+@pytest.fixture(scope="session")
+def prod_proxy(litellm_version: str) -> Iterator[Proxy]:
+    """A second LiteLLM (one pod, its own database) beside `proxy`: prod to its staging
+    (issue 17); one per session for every test of targets."""
+    urls = os.environ.get(f"{SECOND_PROXY}_URLS") or os.environ.get(f"{SECOND_PROXY}_URL") or ""
+    key = os.environ.get(f"{SECOND_PROXY}_API_KEY")
+    if urls and key:
+        yield Proxy(tuple(u.strip().rstrip("/") for u in urls.split(",") if u.strip()), key, None)
+        return
+    started = start(f"fleet-sync-prod-{os.getpid()}", 1, {}, harness_version(litellm_version))
     try:
         yield started
     finally:

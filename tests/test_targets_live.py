@@ -21,26 +21,10 @@ from sync.github.comment import PlanComment
 
 from .support.fake_github import FakeGitHub
 from .support.faultproxy import Fault, FaultProxy
-from .support.proxyharness import Proxy, Run, fleet_sync, harness_version, start, stop
+from .support.proxyharness import Proxy, Run, fleet_sync, remove_fleet
 
-SECOND = "FLEET_SYNC_SECOND_PROXY"
 ONE_HOST = {"name": "a", "api_base": "http://127.0.0.1:9/v1"}
 OUTPUTS: list[str] = []  # every stdout, stderr and file the tests read: no key may be in one
-
-
-@pytest.fixture(scope="session")
-def prod_proxy(litellm_version: str) -> Iterator[Proxy]:
-    """The second LiteLLM (one pod, its own database), beside the suite's `proxy`."""
-    urls = os.environ.get(f"{SECOND}_URLS") or os.environ.get(f"{SECOND}_URL") or ""
-    key = os.environ.get(f"{SECOND}_API_KEY")
-    if urls and key:
-        yield Proxy(tuple(u.strip().rstrip("/") for u in urls.split(",") if u.strip()), key, None)
-        return
-    started = start(f"fleet-sync-prod-{os.getpid()}", 1, {}, harness_version(litellm_version))
-    try:
-        yield started
-    finally:
-        stop(started)
 
 
 class Pair:
@@ -91,13 +75,6 @@ def pair(proxy: Proxy, prod_proxy: Proxy, tmp_path: Path, fleet_name: str) -> It
             remove_fleet(side, fleet_name)
     for side in (proxy, prod_proxy):
         assert not any(side.api_key in text for text in OUTPUTS)
-
-
-def remove_fleet(proxy: Proxy, fleet: str) -> None:
-    with proxy.http() as http:
-        for route in proxy.routes():
-            if (route.get("model_info") or {}).get("fleet_sync_fleet") == fleet:
-                http.post("/model/delete", json={"id": route["model_info"]["id"]})
 
 
 def write(path: Path, fleet: str, models: dict[str, Any]) -> None:

@@ -1,8 +1,8 @@
 """The two-target example config repository (examples/config-repo/two-targets) as GitHub runs
 it: each job of its workflows through the action's composite steps (tests/support/actionrunner.py:
 fleet-sync installed from the action's own checkout, `bash -eo pipefail`), against two real
-LiteLLM proxies standing for staging (the suite's proxy) and prod (tests/test_targets_live.py's
-second one), and the fake GitHub.
+LiteLLM proxies standing for staging (the suite's proxy) and prod (the suite's
+second one, prod_proxy), and the fake GitHub.
 
 Secrets as the example's README places them: the addresses and read keys are repository
 secrets every job may name; a target's write key is a secret of the GitHub environment named like
@@ -27,14 +27,8 @@ from sync.github.comment import PlanComment
 from .support.actionrunner import JobRun, Runner
 from .support.fake_github import FakeGitHub
 from .support.keys import read_only_key
-from .support.proxyharness import Proxy, crashed
+from .support.proxyharness import Proxy, crashed, remove_fleet
 from .test_workflows_targets import TWO, WORKFLOWS
-
-# The second proxy and the cleanup come with the commands part of issue 17.
-targets_live = pytest.importorskip(
-    "tests.test_targets_live", reason="needs the commands part of issue 17 (branch t-commands)"
-)
-prod_proxy = targets_live.prod_proxy
 
 A = "http://216.243.220.245:16643/v1"  # addresses as data: LiteLLM never calls them here
 B = "http://103.196.86.105:17140/v1"
@@ -167,7 +161,7 @@ def test_staging_then_prod_each_job_with_its_own_key(
         run_the_loop(github, fake_github, proxy, prod_proxy, work, base, head, fleet_name, model)
     finally:
         for side in (proxy, prod_proxy):
-            targets_live.remove_fleet(side, fleet_name)
+            remove_fleet(side, fleet_name)
 
 
 def run_the_loop(

@@ -271,3 +271,11 @@ def write_fleet(path: Path, fleet: str, models: Mapping[str, Any], **top: Any) -
         doc["models"][model_name] = entry
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
+
+
+def remove_fleet(proxy: Proxy, fleet: str) -> None:
+    """Delete every route of this fleet the proxy lists (a test's cleanup)."""
+    with proxy.http() as http:
+        for route in proxy.routes():
+            if (route.get("model_info") or {}).get("fleet_sync_fleet") == fleet:
+                http.post("/model/delete", json={"id": route["model_info"]["id"]})
