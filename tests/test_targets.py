@@ -219,6 +219,26 @@ def test_a_route_too_large_on_one_target_only(tmp_path: Path) -> None:
     assert [t.name for t in load_fleet(path).targets] == ["staging", "prod"]
 
 
+@pytest.mark.parametrize("level", ["defaults", "host"])
+def test_a_route_too_large_by_an_overlay_at_any_level(level: str, tmp_path: Path) -> None:
+    """The overlay that passes the limit may sit on defaults or the host: each is counted
+    (the model's overlay sets model_info.big: a defaults overlay of the same key would lose)."""
+    big = "y" * 31 * 1024
+    text = TWO_TARGETS.replace("NOTE", "x" * 2048).replace("BIG", "small")
+    if level == "defaults":
+        text = text.replace(
+            "models:", f"defaults:\n  targets: {{prod: {{model_info: {{huge: {big}}}}}}}\nmodels:"
+        )
+    else:
+        text += f"        targets: {{prod: {{litellm_params: {{big: {big}}}}}}}\n"
+    path = tmp_path / "fleet.yaml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(FleetError) as caught:
+        load_fleet(path, "fleet.yaml")
+    (problem,) = caught.value.problems
+    assert problem.message.startswith("models.qwen3-8b.hosts[0]: on target 'prod': its route's")
+
+
 def test_a_route_too_large_everywhere_is_said_once(tmp_path: Path) -> None:
     path = tmp_path / "fleet.yaml"
     text = TWO_TARGETS.replace("NOTE", "x" * 33 * 1024).replace("BIG", "y")

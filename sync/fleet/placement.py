@@ -12,6 +12,8 @@ Pure: no environment is read here (the commands resolve the references).
 
 from __future__ import annotations
 
+import contextlib
+import json
 from collections.abc import Collection, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import islice
@@ -23,7 +25,7 @@ from sync.fleet.problems import Problem
 from sync.fleet.promotion import cycles, promotion_order
 from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.yamlmarks import JsonPath
-from sync.litellm.convergence import route_too_large
+from sync.litellm.convergence import MAX_ROUTE_BYTES, route_too_large
 from sync.secrets.credentials import credential_kind, is_reference
 
 REFERENCE_PREFIX = "os.environ/"
@@ -109,6 +111,7 @@ def target_problems(data: dict[str, Any], problem: ProblemAt) -> Iterator[Proble
         declared = dict.fromkeys(raw)
         yield from _declaration_problems(raw, problem)
     known = "targets" not in data or declared is not None  # names can be checked
+    sizes = _Sizes()
     defaults = data.get("defaults")
     if isinstance(defaults, dict):
         at: JsonPath = ("defaults", "targets")
@@ -135,7 +138,10 @@ def target_problems(data: dict[str, Any], problem: ProblemAt) -> Iterator[Proble
                 host.get("targets"), (*here, "targets"), declared, known, problem, within or None
             )
             if declared is not None:
-                yield from _size_problems(defaults, model, host, declared, here, problem)
+                limit = _names_of(host.get("targets")) or within
+                levels = [lv for lv in (defaults, model, host) if isinstance(lv, dict)]
+                goes = set(limit) if limit else declared
+                yield from _size_problems(levels, goes, sizes, here, problem)
 
 
 def _names_of(placement: Any) -> list[str] | None:
@@ -196,35 +202,59 @@ def _some(names: Collection[str], most: int = 10) -> str:
     return shown + (f", … ({len(names):,} in all)" if len(names) > most else "")
 
 
+class _Sizes:
+    """JSON sizes of the litellm_params and model_info of levels and overlays, each measured
+    once. A merged route is never larger than the sum of its layers' sizes, so the size of a
+    route on a target is computed (by merging) only where that sum passes the limit: validate
+    stays linear in hosts and targets however many overlays a file holds."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, int] = {}
+        self._largest: dict[int, int] = {}
+
+    def of(self, layer: Any) -> int:
+        if not isinstance(layer, dict):
+            return 0
+        if id(layer) not in self._known:
+            size = 0
+            for section in ("litellm_params", "model_info"):
+                values = layer.get(section)
+                with contextlib.suppress(ValueError):  # a number too long: refused on its own
+                    size += len(json.dumps(values, ensure_ascii=False).encode("utf-8", "replace"))
+            self._known[id(layer)] = size
+        return self._known[id(layer)]
+
+    def largest_overlay(self, level: dict[str, Any]) -> int:
+        overlays = level.get("targets")
+        if not isinstance(overlays, dict):
+            return 0
+        if id(overlays) not in self._largest:
+            self._largest[id(overlays)] = max(map(self.of, overlays.values()), default=0)
+        return self._largest[id(overlays)]
+
+
 def _size_problems(
-    defaults: Any,
-    model: dict[str, Any],
-    host: dict[str, Any],
-    declared: Mapping[str, None],
+    levels: list[dict[str, Any]],
+    goes: Collection[str],
+    sizes: _Sizes,
     here: JsonPath,
     problem: ProblemAt,
 ) -> Iterator[Problem]:
-    """A route too large on a target where overlays add to it (without them, the route is the
-    one model.py checks already)."""
-    levels = [level for level in (defaults, model, host) if isinstance(level, dict)]
-    overlaid = {
-        name: None
-        for level in levels
-        if isinstance(level.get("targets"), dict)
-        for name in level["targets"]
-    }
-    if not overlaid or route_too_large(levels):
-        return  # no overlay here, or said once for the route every target starts from
-    goes = set(_names_of(host.get("targets")) or _names_of(model.get("targets")) or declared)
-    for name in (n for n in overlaid if n in goes):
-        layers: list[dict[str, Any]] = []
-        for level in levels:
-            layers.append(level)
-            overlays = level.get("targets")
-            overlay = overlays.get(name) if isinstance(overlays, dict) else None
-            if isinstance(overlay, dict):
-                layers.append(overlay)
-        if len(layers) > len(levels) and (why := route_too_large(layers)):
+    """A route too large on a target where overlays add to it. levels: defaults, model, host
+    (those that are mappings); goes: where the host goes."""
+    base = sum(map(sizes.of, levels))
+    if base + sum(map(sizes.largest_overlay, levels)) <= MAX_ROUTE_BYTES:
+        return  # no target's route can be too large (the common case: one sum per host)
+    if route_too_large(levels):
+        return  # said once, for the route every target starts from
+    overlays = [lv["targets"] if isinstance(lv.get("targets"), dict) else {} for lv in levels]
+    names = dict.fromkeys(name for level in overlays for name in level)
+    for name in (n for n in names if n in goes):
+        mine = [level.get(name) for level in overlays]
+        if base + sum(map(sizes.of, mine)) <= MAX_ROUTE_BYTES:
+            continue
+        layers = [x for pair in zip(levels, mine, strict=True) for x in pair if isinstance(x, dict)]
+        if why := route_too_large(layers):
             yield problem(here, f"{where(here)}: on target {quote(name)}: {why}")
 
 
