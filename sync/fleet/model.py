@@ -222,6 +222,9 @@ def _value_message(error: jsonschema.ValidationError, path: JsonPath, where: str
         return f"{where}: {error.instance!r} must be between 0 and 100"
     if kind == "minLength":
         return f"{where}: must not be empty"
+    if kind in {"maxProperties", "maxItems"}:
+        # jsonschema's message repeats the whole mapping or list: say the count instead.
+        return f"{where}: {len(instance)} entries, at most {expected}"
     if holds_credential(instance):
         return f"{where}: breaks the schema's {kind!r} rule"
     return f"{where}: {error.message}"
