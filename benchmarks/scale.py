@@ -15,7 +15,10 @@ pre-encoded, shaped like LiteLLM 1.108.7's), so the figures are the tool's work 
 - read-back poll: one poll of apply's read-back with the proxy already showing the result, for
   the plan's changes pending and for every route pending (the first apply of a fleet).
 - `fleet-sync plan --format json` end to end against the same pages served over HTTP on
-  127.0.0.1 by a separate process: wall time and the command's peak RSS.
+  127.0.0.1 by this process (a thread): wall time, CPU time (user + system of the command), the
+  command's peak RSS and the requests it sent; then, right after it against the same server,
+  the bare read (benchmarks/bare_read.py: libyaml load, GET and json.loads every page), the
+  least any tool must do. Both best of --runs; the ratio is plan / bare read.
 
 --profile SIZE prints the top of a cProfile of read + plan + read-back poll at that size instead.
 """
@@ -41,8 +44,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.memproxy import MemoryProxy, serve_in_background
 from benchmarks.synthetic import fleet_text, scenario
+from sync.core import render as render_module
 from sync.core.plan import Change, Create, Plan
-from sync.core.render import render
+from sync.core.render import Route, render
 from sync.fleet.model import Fleet, load_fleet
 from sync.live.apply import _ReadBack, _Written
 from sync.live.client import LiteLLMClient
@@ -66,8 +70,20 @@ def best(runs: int, action: Callable[[], T]) -> tuple[float, T]:
 
 def read(client: LiteLLMClient, fleet: Fleet) -> LiveState:
     """As plan and apply read: readiness, every page, pod agreement, the stored rows of each
-    of the fleet's model groups, the LiteLLM version."""
+    of the fleet's model groups, the LiteLLM version, the providers (which renders the fleet:
+    a run renders it once, so each timed read starts without the last render kept)."""
+    forget_render()
     return read_live(client, fleet, lambda line: None, settle_timeout=0)
+
+
+def forget_render() -> None:
+    render_module._last = None
+
+
+def fresh_render(fleet: Fleet) -> tuple[Route, ...]:
+    """One render, as a run pays it (not the routes kept from the last)."""
+    forget_render()
+    return render(fleet)
 
 
 def planned(fleet: Fleet, live: LiveState) -> Plan:
@@ -95,7 +111,7 @@ def timings(
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["load"], fleet = best(runs, lambda: load_fleet(path))
-    out["render"], _ = best(runs, lambda: render(fleet))
+    out["render"], _ = best(runs, lambda: fresh_render(fleet))
     out["read"], live = best(runs, lambda: read(client, fleet))
     out["plan"], plan = best(runs, lambda: planned(fleet, live))
     out["plan_changes"] = len(plan.changes)
@@ -124,11 +140,13 @@ def measure_one(size: int, per_model: int, pods: int, runs: int, profile: bool) 
     client = LiteLLMClient(urls, KEY, transport=proxy.transport())
     done = LiteLLMClient(urls, KEY, transport=after.transport())
     out: dict[str, Any] = {"routes": len(desired_once), "changed": world.changed, "pods": pods}
+    out["load_average"] = os.getloadavg()[0]
     out["fleet_bytes"] = path.stat().st_size
     all_creates = tuple(Create(r) for r in desired_once)
     del desired_once, world
     gc.collect()
 
+    read(client, load_fleet(path))  # the stand-in encodes each filtered answer at its first ask
     if profile:
         fleet = load_fleet(path)
         profiler = cProfile.Profile()
@@ -151,40 +169,67 @@ def measure_one(size: int, per_model: int, pods: int, runs: int, profile: bool) 
     poll(done, all_creates)
     out["poll_peak"] = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    out["cli_plan"], out["cli_rss"] = cli_plan(path, proxy)
+    out.update(cli_plan(path, proxy, runs))
     return out
 
 
 # A fork copies the parent's resident pages into the child's peak RSS, and that peak survives
-# exec: the command is started from this small process so its peak is its own.
+# exec: the command is started from this small process so its peak is its own. It prints the
+# child's peak RSS (KiB) and CPU seconds (user + system).
 MEASURE_CHILD = (
     "import resource, subprocess, sys; code = subprocess.call(sys.argv[1:]); "
-    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+    "print(u.ru_maxrss, u.ru_utime + u.ru_stime, file=sys.stderr); "
     "sys.exit(code)"
 )
+BARE_READ = Path(__file__).with_name("bare_read.py")
 
 
-def cli_plan(path: Path, proxy: MemoryProxy) -> tuple[float, int]:
-    """`fleet-sync plan --format json` as a user runs it, against the pages over HTTP."""
+def run_measured(command: list[str], env: dict[str, str]) -> tuple[float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS bytes) of one command run to success."""
+    began = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", MEASURE_CHILD, *command],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        check=False,
+    )
+    seconds = time.perf_counter() - began
+    if done.returncode != 0:
+        raise SystemExit(f"{command[-6:]} failed ({done.returncode}): {done.stderr[-2000:]}")
+    rss, cpu = done.stderr.split()[-2:]
+    return seconds, float(cpu), int(rss) * 1024
+
+
+def cli_plan(path: Path, proxy: MemoryProxy, runs: int) -> dict[str, Any]:
+    """`fleet-sync plan --format json` as a user runs it, against the pages over HTTP, each run
+    followed at once by the bare read of the same pages; best of `runs` for each."""
+    from sync.live.client import PAGE_SIZE
+
+    out: dict[str, Any] = {}
     with serve_in_background(proxy) as url:
         script = Path(sys.executable).with_name("fleet-sync")
         command = [str(script)] if script.exists() else [sys.executable, "-m", "sync"]
         env = {**os.environ, "LITELLM_PROXY_API_KEY": KEY}
         env.pop("LITELLM_PROXY_URLS", None)
-        began = time.perf_counter()
-        plan = ["plan", "-f", str(path), "--format", "json", "--proxy-url", url]
-        done = subprocess.run(
-            [sys.executable, "-c", MEASURE_CHILD, *command, *plan],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            check=False,
-        )
-        seconds = time.perf_counter() - began
-        if done.returncode != 0:
-            raise SystemExit(f"fleet-sync plan failed ({done.returncode}): {done.stderr[-2000:]}")
-    return seconds, int(done.stderr.split()[-1]) * 1024
+        plan = [*command, "plan", "-f", str(path), "--format", "json", "--proxy-url", url]
+        bare = [sys.executable, str(BARE_READ), str(path), url, "--size", str(PAGE_SIZE)]
+        plans, bares = [], []
+        for _ in range(runs):
+            sent = proxy.requests
+            plans.append(run_measured(plan, env))
+            out["cli_requests"] = proxy.requests - sent
+            sent = proxy.requests
+            bares.append(run_measured(bare, env))
+            out["bare_requests"] = proxy.requests - sent
+        started = [run_measured([sys.executable, "-c", "pass"], env) for _ in range(runs)]
+    out["cli_plan"], out["cli_cpu"] = min(p[0] for p in plans), min(p[1] for p in plans)
+    out["cli_rss"] = max(p[2] for p in plans)
+    out["bare"], out["bare_cpu"] = min(b[0] for b in bares), min(b[1] for b in bares)
+    out["python"] = min(s[0] for s in started)
+    return out
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -192,10 +237,11 @@ def table(rows: list[dict[str, Any]]) -> str:
     head = (
         "| routes | changes | load+validate | (render) | read | plan | **total** (CPU) "
         "| peak (traced) "
-        "| read-back poll: changes / all pending | poll peak | `plan` CLI end to end "
-        "| CLI max RSS |"
+        "| read-back poll: changes / all pending | poll peak | `plan` CLI end to end (CPU) "
+        "| CLI max RSS | requests | bare read (CPU), requests | plan / bare "
+        "| `python -c pass` | load |"
     )
-    out = [head, "|" + "---:|" * 12]
+    out = [head, "|" + "---:|" * 17]
     for r in rows:
         total = r["load"] + r["read"] + r["plan"]  # read and plan each render (as the CLI does)
         out.append(
@@ -203,7 +249,10 @@ def table(rows: list[dict[str, Any]]) -> str:
             f"| {r['read']:.3f} s | {r['plan']:.3f} s | **{total:.3f} s** ({r['cpu']:.2f} s) "
             f"| {r['plan_peak'] / mib:.0f} MiB "
             f"| {r['poll_changed']:.3f} s / {r['poll_all']:.3f} s | {r['poll_peak'] / mib:.0f} MiB "
-            f"| {r['cli_plan']:.2f} s | {r['cli_rss'] / mib:.0f} MiB |"
+            f"| {r['cli_plan']:.2f} s ({r['cli_cpu']:.2f} s) | {r['cli_rss'] / mib:.0f} MiB "
+            f"| {r['cli_requests']} | {r['bare']:.2f} s ({r['bare_cpu']:.2f} s), "
+            f"{r['bare_requests']} | {r['cli_plan'] / r['bare']:.2f}x | {r['python']:.3f} s "
+            f"| {r['load_average']:.1f} |"
         )
     return "\n".join(out)
 

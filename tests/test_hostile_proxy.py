@@ -135,6 +135,17 @@ GARBAGE: dict[str, tuple[Callable[[dict[str, Any]], Fault], str]] = {
         lambda p: Fault.answer(200, with_(p, data=[*p["data"], surrogate_entry(p)]), JSON),
         "lone surrogate escape",
     ),
+    # json.loads decodes bytes with surrogatepass: the UTF-8 bytes of one are no escape.
+    "lone-surrogate-encoded-in-utf8": (
+        lambda p: Fault.answer(
+            200,
+            with_(p, data=[*p["data"], {**p["data"][0], "model_name": "x-SURROGATE"}]).replace(
+                b"SURROGATE", b"\xed\xa0\x80"
+            ),
+            JSON,
+        ),
+        "lone surrogate",
+    ),
     "lone-surrogate-in-a-key": (
         lambda p: Fault.answer(200, with_(p, data=[*p["data"], {"\udcff": 1}]), JSON),
         "lone surrogate escape",

@@ -19,6 +19,7 @@ HEAVY = (
     "yaml",
     "ruamel",
     "deepdiff",
+    "msgspec",
     "sync.core.plan",
     "sync.live.apply",
 )
@@ -26,8 +27,17 @@ HEAVY = (
 NOT_FOR = {
     ("--version",): HEAVY,
     ("--help",): HEAVY,
-    ("validate", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "deepdiff", "sync.live.apply"),
-    ("render", "-f", "fleet.yaml"): ("httpx", "git", "ruamel", "deepdiff", "sync.live.apply"),
+    ("validate", "-f", "fleet.yaml"): (
+        *("httpx", "git", "ruamel", "deepdiff", "msgspec", "sync.live.apply"),
+    ),
+    ("render", "-f", "fleet.yaml"): (
+        "httpx",
+        "git",
+        "ruamel",
+        "deepdiff",
+        "msgspec",
+        "sync.live.apply",
+    ),
 }
 PROBE = """
 import json, sys

@@ -64,6 +64,30 @@ def test_a_lone_surrogate_anywhere_is_refused(body: bytes) -> None:
         parse_json(body)
 
 
+def test_a_surrogate_encoded_in_utf8_is_refused() -> None:
+    """json.loads decodes bytes with surrogatepass: an encoded surrogate is no escape."""
+    with pytest.raises(ValueError, match=r"^the answer holds a lone surrogate"):
+        parse_json(b'{"model_name": "x\xed\xa0\x80"}')
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"a": 1, "a": [2.5, -0.0, 1e-400, 123456789012345678901234567890]}',  # last key wins
+        b'{"n": ' + b"9" * 4300 + b"}",  # the most digits json.loads reads
+        b'{"x": NaN, "y": [Infinity, -Infinity], "z": 1e400}',  # json.loads reads them
+        b'\xef\xbb\xbf{"bom": true}',
+        '{"utf16": ["\u00e9"]}'.encode("utf-16"),
+        b'{"pair": "\\ud83d\\ude00", "escaped": "\\\\ud800", "nul": "\\u0000"}',
+    ],
+    ids=["duplicate-key-and-numbers", "4300-digits", "nan-infinity", "bom", "utf-16", "escapes"],
+)
+def test_every_answer_reads_as_json_loads_reads_it(body: bytes) -> None:
+    """The fast decoder reads the common answer; whatever it refuses or reads, the value is
+    json.loads's, value and type (NaN compared by its text)."""
+    assert repr(parse_json(body)) == repr(json.loads(body))
+
+
 def test_a_surrogate_pair_and_an_escaped_backslash_are_text() -> None:
     assert parse_json(b'["\\ud83d\\ude00", "\\\\ud800"]') == ["\U0001f600", "\\ud800"]
 

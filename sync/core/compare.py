@@ -6,7 +6,7 @@ recorded when it wrote it (TAG_PATHS). A live value at such a path is never put 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -43,12 +43,15 @@ def _change(path: Path, before: Any, after: Any, checked: Checked = "read") -> F
     return FieldChange(".".join(path), before, after, checked, path)
 
 
-def _leaves(route: Route) -> dict[Path, Any]:
-    """The route's leaves, fleet-sync's record of paths left out (the digest covers it). A null
-    is no value: LiteLLM lists ~200 null cost-map fields, and fleet.yaml may not set null."""
+def _leaves(route: Route, tops: Set[Path] | None = None) -> dict[Path, Any]:
+    """The route's leaves (under these top-level keys only, when given), fleet-sync's record of
+    paths left out (the digest covers it). A null is no value: LiteLLM lists ~200 null cost-map
+    fields, and fleet.yaml may not set null."""
     out: dict[Path, Any] = {}
     for section in SECTIONS:
         values = route.litellm_params if section == "litellm_params" else route.model_info
+        if tops is not None:
+            values = {k: v for k, v in values.items() if (section, k) in tops}
         out.update(
             (p, v)
             for p, v in leaves(section, values)
@@ -74,11 +77,13 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
         | {("model_info", tag) for tag in TAGS}
         | {("litellm_params", key) for key in redirects}
     )
-    every = _leaves(live)
+    record = live.written
+    # The live leaves read below: under the keys compared and those fleet-sync recorded writing
+    # (LiteLLM lists ~20 keys of its own a route, walked for nothing otherwise).
+    every = _leaves(live, tops | {p[:2] for p in record or ()})
     # Live leaves under the top-level keys fleet.yaml sets; LiteLLM's own keys elsewhere are
     # not fleet-sync's to compare.
     have = {p: v for p, v in every.items() if p[:2] in tops}
-    record = live.written
     hidden = {p for p, marker in (record or {}).items() if marker != READ}
     # Written earlier under a top-level key fleet.yaml no longer sets, in the record's order (a
     # set's would vary between runs, and with it the order of two paths shown alike: "a.b").

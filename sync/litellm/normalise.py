@@ -39,6 +39,8 @@ UNMASKED_KEYS = frozenset(
 _TRUE = frozenset({"true", "1", "yes", "on", "t", "y"})
 _FALSE = frozenset({"false", "0", "no", "off", "f", "n"})
 _PLAIN = frozenset({str, int, float, bool, type(None), list, tuple})  # never a Mapping
+_SCALARS = frozenset({int, float, bool, type(None)})
+_EXACT = frozenset({str, int, bool})  # equal values of one of these types are one value
 _NUMBER = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
 
 
@@ -81,11 +83,21 @@ def _masks_within(value: Any) -> bool:
 def readable(path: Path, value: Any) -> bool:
     """Whether the live value at this path can be read back and compared with what was written:
     not for references (LiteLLM resolves them) and not for what its masker hides."""
+    kind = type(value)
+    if kind is str or kind in _SCALARS:  # nearly every leaf: nothing inside to look at
+        if kind is str and value.startswith(REFERENCE_PREFIX):
+            return False
+        return path[0] != "litellm_params" or not _masked_path(path)
     if holds_reference(value):
         return False
     if path[0] != "litellm_params":
         return True
-    return not any(masked_key(k) for k in path[1:]) and not _masks_within(value)
+    return not _masked_path(path) and not _masks_within(value)
+
+
+@lru_cache(maxsize=4096)  # every route repeats the same few paths
+def _masked_path(path: Path) -> bool:
+    return any(masked_key(k) for k in path[1:])
 
 
 def leaves(section: str, values: Mapping[str, Any]) -> Iterator[tuple[Path, Any]]:
@@ -102,13 +114,19 @@ def leaves(section: str, values: Mapping[str, Any]) -> Iterator[tuple[Path, Any]
             found.append((at, value))
 
     for key in sorted(values):
-        walk((section, key), values[key])
+        value = values[key]
+        if type(value) in _PLAIN:  # most top-level values: a leaf, without a call
+            found.append(((section, key), value))
+        else:
+            walk((section, key), value)
     return iter(found)
 
 
 def same(desired: Any, live: Any) -> bool:
     """Equal once LiteLLM's type coercion is allowed for: 600 and 600.0, "120" and 120, "true"
     and true are one value to LiteLLM. Anything else must be equal as written."""
+    if type(desired) is type(live) and type(desired) in _EXACT and desired == live:
+        return True  # the common case; the rules below say the same of equal values
     if _is_mapping(desired) and _is_mapping(live):
         return desired.keys() == live.keys() and all(same(desired[k], live[k]) for k in desired)
     if isinstance(desired, (list, tuple)) and isinstance(live, (list, tuple)):
