@@ -118,6 +118,11 @@ def test_limits_overlays_and_a_prune_stay_on_their_target(pair: Pair, fleet_name
             ],
         }
     })  # fmt: skip
+    # A dry run over targets whose plans are all safe previews and writes nothing anywhere.
+    preview = pair.run("apply", "--dry-run")
+    assert preview.code == 0, preview.out + preview.err
+    assert preview.out.count("=== target") == 2 and "done" not in preview.out, preview.out
+    assert pair.writes(pair.staging_fp) == pair.writes(pair.prod_fp) == []
     applied = pair.run("apply")
     assert applied.code == 0, applied.out + applied.err
     assert applied.out.index("=== target staging ===") < applied.out.index("=== target prod ===")

@@ -71,6 +71,7 @@ def run_apply_targets(
     if options.dry_run:
         show_sections(options.fmt, reading.fleet.name, outcomes)
         raise_worst([o.code or dry_run_code(o, options.force) for o in outcomes])
+        return  # a dry run writes nothing, whatever its exit
     codes: dict[str, int] = {}
     entries: list[dict[str, Any]] = []
     selected = {t.name for t in targets}
