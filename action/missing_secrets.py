@@ -9,6 +9,13 @@ variables it refers to, or, for an address written out, the variables of the key
 with (`read_api_key`, else `api_key`). A file this cannot read counts as one without targets; a
 target it cannot find says nothing (the plan runs and fleet-sync reports the problem).
 
+This reads the pull request's files; the plan itself reads each target at the proxy_url and
+with the keys of fleet.yaml at the pull request's base (README "Keys follow trust"), so a
+pull request that names other variables here at worst makes the plan run and stop on the
+base's variables (exit 1, "not set") instead of being skipped. A variable GitHub Actions sets
+itself (GITHUB_TOKEN, GITHUB_*, ...) counts as missing: it is never a proxy secret (validate
+refuses it there), so a fork naming one is skipped, never planned with the job's token.
+
 The action runs it with its own virtualenv's Python, isolated (`python -I`); it reads the fleet
 files as data (yaml.safe_load) and never prints a variable's value."""
 
@@ -25,6 +32,8 @@ import yaml
 REFERENCE = "os.environ/"
 # A pull request writes fleet.yaml: only a plain variable name reaches the log and the summary.
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+# As sync/fleet/placement.py GITHUB_VARIABLES (this runs isolated, without sync importable).
+GITHUB_OWN = re.compile(r"(?i)GITHUB_TOKEN|GH_TOKEN|(GITHUB|ACTIONS|RUNNER)_.*")
 
 
 def references(value: Any) -> list[str]:
@@ -66,7 +75,7 @@ def missing(target: str, files: list[str], environ: dict[str, str]) -> list[str]
         except (OSError, ValueError, yaml.YAMLError):
             doc = None  # read as a fleet without targets, as before targets existed
         for name in needed(doc, target):
-            absent = not environ.get(name)
+            absent = not environ.get(name) or bool(GITHUB_OWN.fullmatch(name))
             if name == "LITELLM_PROXY_URL":
                 absent = absent and not environ.get("LITELLM_PROXY_URLS")
             if absent and name not in out:

@@ -107,3 +107,23 @@ def test_a_proxy_key_http_cannot_send_is_named(
     assert run.err.count("\n") == 1 and why in run.err
     assert run.err.startswith(f"error: {variable} cannot be sent to the proxy: ")
     assert "SECRETVALUE" not in run.out + run.err and not crashed(run.err)
+
+
+def test_an_unused_proxy_key_in_the_environment_does_not_stop_a_run_over_targets(
+    tmp_path: Path,
+) -> None:
+    # With targets: LITELLM_PROXY_* is not used; what it holds is judged only where it is sent.
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(
+        FLEET.replace(
+            "version: 1\n",
+            "version: 1\ntargets:\n  prod:\n    proxy_url: http://127.0.0.1:9\n"
+            "    api_key: os.environ/T_PROD_KEY\n",
+        )
+    )
+    env = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "T_PROD_KEY": "sk-prod-0123456789"}
+    for variable in ("LITELLM_PROXY_API_KEY", "LITELLM_PROXY_READ_API_KEY"):
+        run = fleet_sync(["plan", "-f", str(fleet)], {**env, variable: "sk-bad\x01SECRETVALUE"})
+        assert run.code == 1 and "cannot be sent to the proxy" not in run.err, run.err
+        assert "[prod] error: proxy unreachable" in run.err, run.err
+        assert f"note: {variable} not used" in run.err and not crashed(run.err)

@@ -352,6 +352,25 @@ def missing_secrets() -> Any:
             {"W": "x"},
             ["R"],
         ),
+        (  # GitHub's own variables are never a proxy secret: a fork naming one is skipped
+            {
+                "targets": {
+                    "s": {
+                        "proxy_url": "http://10.0.0.1:4000",
+                        "read_api_key": "os.environ/GITHUB_TOKEN",
+                    }
+                }
+            },
+            "s",
+            {"GITHUB_TOKEN": "ghs_readonly"},
+            ["GITHUB_TOKEN"],
+        ),
+        (
+            {"targets": {"s": {"proxy_url": "os.environ/runner_temp"}}},
+            "s",
+            {"runner_temp": "/tmp"},
+            ["runner_temp"],
+        ),
         (  # a name that is no variable name never reaches the log or the summary
             {"targets": {"s": {"proxy_url": "os.environ/A`B\n::error::x"}}},
             "s",

@@ -23,7 +23,7 @@ from sync.commands.common import (
     show_plan,
     with_source,
 )
-from sync.commands.health_options import gate_plan, health_options, run_trust
+from sync.commands.health_options import gate_plan, health_options, run_ref, run_trust
 from sync.commands.options import (
     Seconds,
     fleet_option,
@@ -125,7 +125,7 @@ def apply(
         reading = target_plans.Reading(
             fleet, fleet_file, True, overrides(fleet, target_names, proxy_urls, api_key),
             timeout, take_over, target_plans.Health(probe, require_healthy, probe_timeout),
-            run_trust(fleet_file), confirm_timeout,
+            run_ref(fleet_file), confirm_timeout,
         )  # fmt: skip
         options = target_apply.ApplyOptions(
             fmt, force, dry_run, concurrency, write_to == "spread", verify, github_comment

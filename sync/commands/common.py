@@ -75,6 +75,10 @@ def internal_error(exc: Exception) -> None:
     )
 
 
+# ctx.meta: the variable the --api-key option read its value from (checked when it is sent).
+KEY_FROM = "fleet_sync.api_key_from"
+
+
 def check_key(value: str, where: str) -> None:
     from sync.secrets.credentials import unsendable
 
@@ -116,6 +120,7 @@ def connect(
             "LITELLM_PROXY_READ_API_KEY) or pass --api-key"
         )
     scrub.remember(api_key)
+    check_key(api_key, _key_origin(key_name))
     from sync.live.client import LiteLLMClient
 
     for url in urls:
@@ -128,6 +133,15 @@ def connect(
         spread_writes=spread_writes,
         key_name=key_name,
     )
+
+
+def _key_origin(key_name: str) -> str:
+    """Where the key connect() sends came from, for the message that says what to fix: the
+    variable --api-key's option read it from, unless the caller named its own source."""
+    ctx = click.get_current_context(silent=True)
+    if key_name != "LITELLM_PROXY_API_KEY" or ctx is None:
+        return key_name
+    return str(ctx.meta.get(KEY_FROM, key_name))
 
 
 def check_proxy_url(url: str) -> None:

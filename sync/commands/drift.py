@@ -25,7 +25,7 @@ from sync.commands.common import (
     with_source,
     write_key,
 )
-from sync.commands.health_options import gate_plan, run_trust
+from sync.commands.health_options import gate_plan, run_ref, run_trust
 from sync.commands.options import fleet_option, format_option, read_proxy_options
 from sync.commands.targets import target_option
 from sync.live.state import CONFIRM_TIMEOUT
@@ -73,7 +73,7 @@ def drift(
         reading = target_plans.Reading(
             fleet, fleet_file, fix, overrides(fleet, target_names, proxy_urls, api_key),
             timeout, False, target_plans.Health(False, False, PROBE_TIMEOUT),
-            run_trust(fleet_file),
+            run_ref(fleet_file),
         )  # fmt: skip
         note_unused_environment(targets)
         target_drift.run_drift(reading, targets, fmt, fix, github_issue)

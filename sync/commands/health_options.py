@@ -15,7 +15,7 @@ from sync.core.health import PROBE_TIMEOUT
 
 if TYPE_CHECKING:  # the rest only when a command runs: the options are read at start-up
     from sync.core.health import Verified
-    from sync.core.keytrust import KeyTrust
+    from sync.core.keytrust import KeyTrust, TrustedRef
     from sync.core.plan import Plan
     from sync.core.result import Result
     from sync.fleet.model import Fleet
@@ -73,6 +73,14 @@ def run_trust(fleet_file: Path, base_ref: str | None = None) -> Trust:
         return for_run(fleet_file, base_ref, os.environ)
 
     return trust
+
+
+def run_ref(fleet_file: Path, base_ref: str | None = None) -> TrustedRef:
+    """plan, apply, drift over targets: the ref the run trusts, read now (in a pull request's
+    run every target's endpoint follows it, not only the probe's keys)."""
+    from sync.gitops.keytrust import ref_for_run
+
+    return ref_for_run(fleet_file, base_ref, os.environ)
 
 
 def head_trust(fleet_file: Path) -> Trust:

@@ -101,7 +101,7 @@ def proxy_of(
     import click
 
     from sync.commands.common import read_fleet
-    from sync.commands.targets import TargetUnresolved, overrides, resolve, select
+    from sync.commands.targets import TargetUnresolved, overrides, pinned, select
 
     ctx = click.get_current_context()
     file_given = ctx.get_parameter_source("fleet_file") is click.core.ParameterSource.COMMANDLINE
@@ -116,10 +116,13 @@ def proxy_of(
     if len(targets) != 1:
         declared = ", ".join(t.name for t in targets)
         fail(f"import reads exactly one target: give --target NAME (declared: {declared})")
+    from sync.commands.health_options import run_ref
+
     try:
-        endpoint = resolve(
-            targets[0], os.environ, False, overrides(fleet, names, proxy_urls, api_key)
-        )
+        endpoint = pinned(
+            targets[0], run_ref(fleet_file), os.environ, False,
+            overrides(fleet, names, proxy_urls, api_key),
+        )  # fmt: skip
     except TargetUnresolved as exc:
         fail(str(exc))
     return endpoint.urls, endpoint.key, endpoint.key_name

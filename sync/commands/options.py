@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from sync.commands.common import check_key
+from sync.commands.common import KEY_FROM, check_key
 
 MAX_SECONDS = 3600.0  # no admin call or read-back is worth waiting an hour for
 
@@ -75,15 +75,16 @@ def proxy_options(f: Callable[..., Any], read_only: bool = False) -> Callable[..
 
 
 def _sendable_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """The proxy key, refused in one line (naming where it came from) when HTTP cannot send it."""
+    """The proxy key, refused in one line (naming where it came from) when HTTP cannot send it:
+    --api-key at once; a key from the environment when connect() is about to send it (with
+    targets: LITELLM_PROXY_* is not used, and its content must not stop the run)."""
     if value:
         source = ctx.get_parameter_source(param.name or "")
         if source is click.core.ParameterSource.ENVIRONMENT:
             names = [param.envvar] if isinstance(param.envvar, str) else list(param.envvar or ())
-            where = next((n for n in names if os.environ.get(n)), "the environment")
+            ctx.meta[KEY_FROM] = next((n for n in names if os.environ.get(n)), "the environment")
         else:
-            where = "--api-key"
-        check_key(value, where)
+            check_key(value, "--api-key")
     return value
 
 

@@ -17,7 +17,7 @@ from sync.commands.common import (
     show_plan,
     with_source,
 )
-from sync.commands.health_options import gate_plan, health_options, run_trust
+from sync.commands.health_options import gate_plan, health_options, run_ref, run_trust
 from sync.commands.options import fleet_option, format_option, read_proxy_options, take_over_option
 from sync.commands.targets import target_option
 from sync.secrets import scrub
@@ -79,7 +79,7 @@ def plan(
         reading = targeted.Reading(
             fleet, fleet_file, False, overrides(fleet, target_names, proxy_urls, api_key),
             timeout, take_over, targeted.Health(probe, require_healthy, probe_timeout),
-            run_trust(fleet_file, base_ref),
+            run_ref(fleet_file, base_ref),
         )  # fmt: skip
         note_unused_environment(targets)
         targeted.run_plan(reading, targets, fmt, out, detailed_exitcode, github_comment, base_ref)

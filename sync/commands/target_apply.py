@@ -174,7 +174,7 @@ def apply_target(
     from sync.report.formats import format_named
 
     if reread:
-        planned = plan_target(reading, target)
+        planned = plan_target(reading, target, planned.endpoint)
         if reviewed is not None:
             check_saved_target(reviewed, target.name, planned.plan)
     the_plan, fmt = planned.plan, options.fmt

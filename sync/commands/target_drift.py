@@ -104,7 +104,7 @@ def fix_one(reading: Reading, target: Target, value: TargetPlan) -> tuple[int, T
         check_can_write(client)
         result = run_apply(value.plan, client, CONCURRENCY, reading.settle_timeout)
     click.echo(result_text(result), nl=False)
-    again = plan_target(reading, target)
+    again = plan_target(reading, target, endpoint)
     if not result.complete:
         return EXIT_INCOMPLETE, again
     return (EXIT_OK if again.plan.empty else EXIT_CHANGES), again

@@ -23,13 +23,14 @@ from sync.commands.common import (
     show_plan,
     with_source,
 )
-from sync.commands.health_options import Trust, gate_plan
-from sync.commands.targets import Outcome, Overrides, attempt, each, header, resolve
+from sync.commands.health_options import gate_plan
+from sync.commands.targets import Outcome, Overrides, attempt, each, endpoints, header
 from sync.core.promotion import worst
 from sync.live.state import CONFIRM_TIMEOUT
 
 if TYPE_CHECKING:
     from sync.commands.targets import Endpoint
+    from sync.core.keytrust import TrustedRef
     from sync.core.plan import Plan
     from sync.fleet.model import Fleet
     from sync.fleet.targets import Target
@@ -54,7 +55,7 @@ class Reading:
     timeout: float
     take_over: bool
     health: Health
-    trust: Trust
+    ref: TrustedRef  # the ref the run trusts: each target's endpoint and its hosts' keys
     settle_timeout: float = CONFIRM_TIMEOUT
 
 
@@ -68,12 +69,11 @@ class TargetPlan:
     unsafe: tuple[str, ...]
 
 
-def plan_target(reading: Reading, target: Target) -> TargetPlan:
+def plan_target(reading: Reading, target: Target, endpoint: Endpoint) -> TargetPlan:
     """One target's plan: its projected fleet against its own proxy's live state."""
     from sync.core.safety import refusals
     from sync.fleet.targets import for_target
 
-    endpoint = resolve(target, os.environ, reading.write, reading.override)
     fleet = for_target(reading.fleet, target.name)
     with connect(endpoint.urls, endpoint.key, reading.timeout, True, endpoint.key_name) as client:
         live = read_live(
@@ -82,14 +82,27 @@ def plan_target(reading: Reading, target: Target) -> TargetPlan:
     health = reading.health
     plan = gate_plan(
         fleet, live.plan(fleet, reading.take_over), health.probe, health.require,
-        health.timeout, reading.trust,
+        health.timeout, lambda: reading.ref.key_trust(target.name),
     )  # fmt: skip
     unsafe = tuple(refusals(plan, fleet.max_prune_percent))
     return TargetPlan(target.name, fleet, endpoint, live, plan, unsafe)
 
 
 def plan_all(reading: Reading, targets: Sequence[Target]) -> list[Outcome[TargetPlan]]:
-    return each(targets, lambda target: plan_target(reading, target))
+    """Every target's plan: all endpoints resolved first (two on one proxy stop the run before
+    any request), then the targets read at once."""
+    resolved = endpoints(targets, reading.ref, reading.write, reading.override)
+    ready = {o.target: o.value for o in resolved if o.value is not None}
+    planned = iter(
+        each(
+            [t for t in targets if t.name in ready],
+            lambda target: plan_target(reading, target, ready[target.name]),
+        )
+    )
+    return [
+        next(planned) if o.value is not None else Outcome(o.target, None, o.code, o.error)
+        for o in resolved
+    ]
 
 
 def base_for(base: Fleet, name: str) -> Fleet:

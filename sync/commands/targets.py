@@ -8,7 +8,12 @@ its own entry. `--proxy-url` and `--api-key` given on the command line are refus
 exactly one `--target` is selected, where they override that target's (the write and the read
 key alike). LITELLM_PROXY_URL(S), LITELLM_PROXY_API_KEY and LITELLM_PROXY_READ_API_KEY in the
 environment are not used (unless a target references one by name): a variable meant for one
-proxy never sends another target's plan there."""
+proxy never sends another target's plan there.
+
+Whose proxy_url and keys: in a pull request's run those of fleet.yaml at the trusted ref
+(sync/core/keytrust.py TrustedRef.pin), so a pull request never chooses where a key goes nor
+which variable is sent; else fleet.yaml's own. Two selected targets whose resolved URLs share
+a pod stop the run before any request: each would prune the other's routes."""
 
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from sync.errors import FleetSyncError
 from sync.secrets import display, scrub
 
 if TYPE_CHECKING:
+    from sync.core.keytrust import TrustedRef
     from sync.fleet.model import Fleet
     from sync.fleet.targets import Target
 
@@ -158,6 +164,48 @@ def resolve(
             )
     scrub.remember(key)
     return Endpoint(urls, key, key_name)
+
+
+def pinned(
+    target: Target,
+    ref: TrustedRef,
+    environ: Mapping[str, str],
+    write: bool,
+    override: Overrides = Overrides(),
+) -> Endpoint:
+    """resolve() at the endpoint the run's trusted ref gives the target: a note on stderr when
+    a pull request changed it; TargetUnresolved when the ref does not give one. A proxy and key
+    both given on the command line come from no fleet.yaml: used as given."""
+    if override.urls and override.key:
+        return resolve(target, environ, write, override)
+    pin = ref.pin(target)
+    if pin.target is None:
+        raise TargetUnresolved(pin.refusal)
+    if pin.note:
+        click.echo(f"{target_prefix()}note: {pin.note}", err=True)
+    return resolve(pin.target, environ, write, override)
+
+
+def endpoints(
+    targets: Sequence[Target], ref: TrustedRef, write: bool, override: Overrides
+) -> list[Outcome[Endpoint]]:
+    """Every selected target's endpoint (one that cannot be resolved is exit 1 for it alone);
+    two targets sharing a pod URL stop the run (exit 1) before any request."""
+    from sync.core.keytrust import shared_proxies
+
+    resolved = [
+        attempt(t.name, partial(pinned, t, ref, os.environ, write, override)) for t in targets
+    ]
+    urls = {o.target: o.value.urls for o in resolved if o.value is not None}
+    pairs = shared_proxies(urls)
+    if pairs:
+        named = "; ".join(f"targets {a} and {b}" for a, b in pairs)
+        fail(
+            f"{named}: their proxy URLs resolve to one proxy (a pod URL in common); each would "
+            "prune the other's routes: nothing was sent to any target (check the variables "
+            "their proxy_url names)"
+        )
+    return resolved
 
 
 def _urls_as_written(target: Target) -> tuple[str, ...]:

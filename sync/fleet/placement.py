@@ -268,6 +268,10 @@ def _declaration_problems(raw: dict[str, Any], problem: ProblemAt) -> Iterator[P
             continue
         here: JsonPath = ("targets", name)
         urls = yield from _proxy_url_problems(spec.get("proxy_url"), (*here, "proxy_url"), problem)
+        for field_name in ("proxy_url", "api_key", "read_api_key"):
+            if why := _github_variable(spec.get(field_name)):
+                at = (*here, field_name)
+                yield problem(at, f"{where(at)}: {why}")
         for at, normal in urls:
             if normal in proxies and proxies[normal] != name:
                 yield problem(
@@ -343,6 +347,27 @@ def _proxy_url_problems(
                 seen[normal] = index
                 valid.append((here, normal))
     return valid
+
+
+# What GitHub Actions sets in every job (the job's token, the runner's own): never a proxy's
+# address or key, and the step that plans a pull request holds GITHUB_TOKEN.
+GITHUB_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
+GITHUB_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_")
+
+
+def _github_variable(value: Any) -> str | None:
+    """Why a target's reference names a variable GitHub sets itself, or None."""
+    if not isinstance(value, str) or not value.startswith(REFERENCE_PREFIX):
+        return None
+    name = value[len(REFERENCE_PREFIX) :]
+    upper = name.upper()  # a Windows runner's environment ignores the case of names
+    if upper not in GITHUB_VARIABLES and not upper.startswith(GITHUB_PREFIXES):
+        return None
+    return (
+        f"{quote(value)} names a variable GitHub Actions sets itself (GITHUB_TOKEN, GH_TOKEN, "
+        "GITHUB_*, ACTIONS_*, RUNNER_*), never a proxy's address or key; name the variable "
+        "that holds the proxy's"
+    )
 
 
 def _reference_problem(value: str) -> str | None:

@@ -8,20 +8,24 @@ file); in a pull request's run (GITHUB_EVENT_NAME pull_request, pull_request_tar
 of one, merge_group; or --base-ref), the merge base with the pull request's base; in every
 other run (local, apply on main, drift) fleet.yaml itself. When that ref cannot be read, no
 address is trusted.
+
+The same ref says where a target's proxy key goes (fleet.yaml's targets:): in a pull request's
+run each target is read at the proxy_url and with the key references the trusted ref gives it
+(TrustedRef.pin), never at those the pull request writes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 
-from sync.core.keytrust import FLEET_ITSELF, Entry, KeyTrust, address_key, nothing_trusted
-from sync.core.render import render
-from sync.fleet.model import Fleet, fleet_from_doc
+from sync.core.keytrust import FLEET_ITSELF_REF, KeyTrust, TrustedRef, trust_of
+from sync.fleet.model import fleet_from_doc
 from sync.fleet.problems import FleetError
 from sync.fleet.yamlmarks import parse_yaml
 from sync.untrusted.json_parser import parse_json
+
+__all__ = ["at_head", "for_run", "ref_for_run", "trust_of"]
 
 # Runs on a pull request's code; a merge group's commit is not on its branch yet either.
 PULL_REQUEST_EVENTS = frozenset(
@@ -36,35 +40,23 @@ PULL_REQUEST_EVENTS = frozenset(
 EVENT_MAX_BYTES = 64 * 2**20  # GitHub's event file; a pull request's body is at most 64 KiB
 
 
-def trust_of(fleet: Fleet, where: str) -> KeyTrust:
-    """Every host of a trusted fleet.yaml, drained ones too (enabling a host at its reviewed
-    address is no new address), with the api_key reference render gives it."""
-    every = replace(
-        fleet,
-        models=tuple(
-            replace(m, hosts=tuple(replace(h, enabled=True) for h in m.hosts)) for m in fleet.models
-        ),
-    )
-    entries: set[Entry] = set()
-    for route in render(every):
-        key = route.litellm_params.get("api_key")
-        entry = (route.model_name, route.host or "", address_key(route.api_base or ""))
-        entries.add((*entry, key if isinstance(key, str) else None))
-    return KeyTrust(frozenset(entries), where)
-
-
 # -- the edge: which ref, read through git -----------------------------------------------------
 
 
 def for_run(fleet_file: Path, base_ref: str | None, environ: Mapping[str, str]) -> KeyTrust:
-    """plan, apply and drift: the pull request's base in a pull request's run (its event, or
-    --base-ref given), fleet.yaml itself otherwise."""
+    """plan, apply and drift without targets: the pull request's base in a pull request's run
+    (its event, or --base-ref given), fleet.yaml itself otherwise."""
+    return ref_for_run(fleet_file, base_ref, environ).key_trust()
+
+
+def ref_for_run(fleet_file: Path, base_ref: str | None, environ: Mapping[str, str]) -> TrustedRef:
+    """The ref a run trusts, read once: its targets' endpoints and its hosts' keys follow it."""
     if base_ref is None and environ.get("GITHUB_EVENT_NAME") not in PULL_REQUEST_EVENTS:
-        return FLEET_ITSELF
+        return FLEET_ITSELF_REF
     ref = base_ref or event_base_sha(environ)
     if ref is None:
-        return nothing_trusted(
-            "the pull request's base is unknown (GITHUB_EVENT_PATH holds no "
+        return TrustedRef(
+            problem="the pull request's base is unknown (GITHUB_EVENT_PATH holds no "
             "pull_request.base.sha; pass --base-ref)"
         )
     from sync.gitops.gitref import GitRefError, merge_base
@@ -72,7 +64,7 @@ def for_run(fleet_file: Path, base_ref: str | None, environ: Mapping[str, str]) 
     try:
         base = merge_base(fleet_file.resolve().parent, ref)
     except GitRefError as exc:
-        return nothing_trusted(f"fleet.yaml at the pull request's base cannot be read ({exc})")
+        return TrustedRef(problem=f"fleet.yaml at the pull request's base cannot be read ({exc})")
     return at_commit(fleet_file, base, f"fleet.yaml at the pull request's base ({base[:12]})")
 
 
@@ -83,24 +75,24 @@ def at_head(fleet_file: Path) -> KeyTrust:
     try:
         sha, _ = head_commit(fleet_file)
     except GitRefError as exc:
-        return nothing_trusted(f"fleet.yaml at HEAD cannot be read ({exc})")
-    return at_commit(fleet_file, sha, f"fleet.yaml at HEAD ({sha[:12]})")
+        return TrustedRef(problem=f"fleet.yaml at HEAD cannot be read ({exc})").key_trust()
+    return at_commit(fleet_file, sha, f"fleet.yaml at HEAD ({sha[:12]})").key_trust()
 
 
-def at_commit(fleet_file: Path, sha: str, where: str) -> KeyTrust:
+def at_commit(fleet_file: Path, sha: str, where: str) -> TrustedRef:
     from sync.gitops.gitref import GitRefError, file_at
 
     try:
         text = file_at(fleet_file, sha)
     except GitRefError as exc:
-        return nothing_trusted(f"{where} cannot be read ({exc})")
+        return TrustedRef(problem=f"{where} cannot be read ({exc})")
     if text is None:
-        return nothing_trusted(f"{where} does not exist")
+        return TrustedRef(problem=f"{where} does not exist")
     try:
         fleet = fleet_from_doc(parse_yaml(text, str(fleet_file)), str(fleet_file))
     except FleetError:
-        return nothing_trusted(f"{where} is invalid")
-    return trust_of(fleet, where)
+        return TrustedRef(problem=f"{where} is invalid")
+    return TrustedRef(fleet, where)
 
 
 def event_base_sha(environ: Mapping[str, str]) -> str | None:

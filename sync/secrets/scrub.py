@@ -79,6 +79,7 @@ class Scrubber:
             # JSON output escapes quotes, backslashes and non-ASCII: mask that form too.
             forms |= {json.dumps(s)[1:-1] for s in self._secrets}
             forms |= {json.dumps(s, ensure_ascii=False)[1:-1] for s in self._secrets}
+            forms |= {form for s in self._secrets for form in _abbreviations(s)}
             self._forms = tuple(sorted(forms, key=len, reverse=True))  # longest first
 
     def remember_references(self, text: str, environ: Mapping[str, str]) -> None:
@@ -120,6 +121,17 @@ class Scrubber:
         if isinstance(value, list | tuple):
             return [self.value(v) for v in value]
         return value
+
+
+def _abbreviations(secret: str) -> tuple[str, ...]:
+    """How LiteLLM quotes a key it received, by its last four characters: a refused key's
+    `Received=ghp_****abcd` (user_api_key_auth.py) and a key's name `sk-...abcd`
+    (auth_utils.abbreviate_api_key). Masked whole, so no output carries a piece of a key this
+    run sent. LiteLLM abbreviates keys of more than 8 characters only."""
+    if len(secret) <= 8:
+        return ()
+    tail = secret[-4:]
+    return (f"{secret[:4]}****{tail}", f"****{tail}", f"sk-...{tail}")
 
 
 _active = Scrubber()
