@@ -299,3 +299,90 @@ def comments(github: FakeGitHub, pr: int, kind: str) -> dict[str | None, str]:
     """target -> the whole body of fleet-sync's comments of one kind on the pull request."""
     bodies = [(PlanComment.parse(c["body"]), c["body"]) for c in github.comments_on(pr)]
     return {p.target: body for p, body in bodies if p is not None and p.kind == kind}
+
+
+def test_a_pull_request_never_chooses_where_a_targets_key_goes(
+    pair: Pair, fleet_name: str, tmp_path: Path
+) -> None:
+    """Attack F1: in a pull request's run each target is read at the proxy_url and with the
+    keys of fleet.yaml at the merge base; the pull request's fleet.yaml chooses neither."""
+    models = {f"{fleet_name}-m": {"served_model": "org/m", "hosts": [ONE_HOST]}}
+    repo = git.Repo.init(tmp_path, initial_branch="main")
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "t").set_value("user", "email", "t@example.invalid")
+    write(pair.fleet_file, fleet_name, models)
+    repo.index.add(["fleet.yaml"])
+    base = repo.index.commit("base").hexsha
+    repo.git.checkout("-b", "pr")
+    recorder = FaultProxy(pair.staging.url)  # the pull request's address, on loopback
+    token = "ghp_" + secrets.token_hex(18)
+    pair.extra = {"GITHUB_TOKEN": token, "GITHUB_EVENT_NAME": "pull_request"}
+    try:
+        doc = yaml.safe_load(pair.fleet_file.read_text(encoding="utf-8"))
+        staging = doc["targets"]["staging"]
+        staging |= {"proxy_url": recorder.url, "read_api_key": "os.environ/GITHUB_TOKEN"}
+        pair.fleet_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        repo.index.add(["fleet.yaml"])
+        repo.index.commit("the pull request")
+        # GitHub's token is never a proxy's key: refused before any request.
+        refused = pair.run("plan", "--base-ref", base)
+        assert refused.code == 1 and "GitHub Actions sets itself" in refused.err, refused.err
+        # Another variable (prod's key) at the pull request's address: staging is read where
+        # the base says, with the base's key; the recorder gets nothing.
+        staging["read_api_key"] = "os.environ/T_PROD_KEY"
+        pair.fleet_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        repo.index.add(["fleet.yaml"])
+        repo.index.commit("the pull request, again")
+        pair.staging_fp.clear_log()
+        read = pair.run("plan", "--base-ref", base, "--format", "json")
+        assert read.code == 0, read.out + read.err
+        assert (
+            "[staging] note: target staging: proxy_url, read_api_key changed in this pull "
+            "request; read with those of fleet.yaml at the pull request's base "
+            f"({base[:12]}); the new ones are used once merged"
+        ) in read.err
+        assert [t["target"] for t in json.loads(read.out)["targets"]] == ["staging", "prod"]
+        assert pair.staging_fp.log and not recorder.log
+        sent = {r.headers.get("authorization") for r in pair.staging_fp.log}
+        assert sent == {f"Bearer {pair.staging.api_key}"}
+        # A target the base does not declare is not read; the others are.
+        eu = recorder.url.rstrip("/") + "/eu"  # the recorder, under another written URL
+        doc["targets"]["eu"] = {"proxy_url": eu, "api_key": "os.environ/T_PROD_KEY"}
+        pair.fleet_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+        repo.index.add(["fleet.yaml"])
+        repo.index.commit("a new target")
+        new = pair.run("plan", "--base-ref", base)
+        assert new.code == 1 and "=== target prod ===" in new.out, new.out + new.err
+        assert (
+            "[eu] error: target eu: not read: fleet.yaml at the pull request's base "
+            f"({base[:12]}) does not declare it"
+        ) in new.err
+        every = [*recorder.log, *pair.staging_fp.log, *pair.prod_fp.log]
+        assert not recorder.log
+        assert not any(token in str(r.headers) for r in every)
+        assert not any(token in text for text in OUTPUTS)
+    finally:
+        recorder.close()
+
+
+def test_two_targets_resolving_to_one_proxy_stop_before_any_request(
+    pair: Pair, fleet_name: str
+) -> None:
+    """Attack F2: a prod variable holding staging's URL (another spelling of it) is found once
+    the references are resolved; neither proxy is asked anything."""
+    write(pair.fleet_file, fleet_name, {
+        f"{fleet_name}-m": {"served_model": "org/m", "hosts": [ONE_HOST]}
+    })  # fmt: skip
+    pair.extra = {"T_PROD_URL": pair.staging_fp.url.upper().replace("HTTP://", "http://") + "/"}
+    for command in (["plan"], ["apply"], ["drift", "--fix"]):
+        done = pair.run(*command)
+        assert done.code == 1, done.out + done.err
+        assert (
+            "error: targets staging and prod: their proxy URLs resolve to one proxy (a pod URL "
+            "in common); each would prune the other's routes: nothing was sent to any target"
+        ) in done.err
+        assert "=== target" not in done.out
+    assert not pair.staging_fp.log and not pair.prod_fp.log
+    pair.extra["T_PROD_KEY"] = pair.staging.api_key
+    alone = pair.run("plan", "--target", "prod")  # one selected target: nothing to compare
+    assert alone.code == 0, alone.out + alone.err
