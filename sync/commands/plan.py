@@ -43,7 +43,9 @@ from sync.secrets import scrub
     "--base-ref",
     metavar="REF",
     help="What 'this PR changes' is measured against (default: the event's base sha; the "
-    "merge base with HEAD is used).",
+    "merge base with HEAD is used). Given, the run is a pull request's: fleet.yaml at that "
+    "merge base is trusted (hosts' keys for --probe; with targets:, each target's proxy_url "
+    "and keys).",
 )
 @health_options
 @take_over_option
