@@ -235,3 +235,45 @@ def test_a_hostile_probe_answer_is_that_hosts_verdict_and_the_plan_goes_on(
     assert applied_run.code == 4, applied_run.out + applied_run.err  # the good host was created
     assert "1 done, 0 failed, 0 unconfirmed, 0 skipped, 4 withheld" in applied_run.out
     assert proxy.route(route_id(fleet_name, model, "ok")) is not None
+
+
+def test_with_targets_a_key_goes_only_where_the_base_sends_it_on_that_target(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """Attack F3: planning prod in a pull request's run, an address the base reviewed for
+    staging only gets no key, and the base's overlay key for prod is sent (it was reviewed)."""
+    model = f"{fleet_name}-m"
+    prod_key = "sk-upstream-prod-overlay-9876543210"
+    a = Upstream("a", [f"org/{model}"], key=prod_key).start()
+    x = Upstream("x", [f"org/{model}"], key=SECRET).start()
+    try:
+        targets = {
+            "staging": {"proxy_url": "http://127.0.0.1:9", "api_key": "os.environ/T_STAGING"},
+            "prod": {"proxy_url": "os.environ/T_PROD_URL", "api_key": "os.environ/T_PROD_KEY"},
+        }
+        base = fleet_doc(fleet_name, model, {"a": a.url, "x": x.url}, targets=targets)
+        spec = base["models"][model]
+        spec["hosts"][0]["targets"] = {"prod": {"api_key": "os.environ/T_PROD_UP_KEY"}}
+        spec["hosts"][1]["targets"] = ["staging"]
+        repo = Repo(tmp_path, base)
+        repo.git.git.checkout("-b", "pr")
+        del spec["hosts"][1]["targets"]  # the pull request sends x to prod too
+        repo.commit(base)
+        env = environment(
+            proxy, T_PROD_URL=proxy.url, T_PROD_KEY=proxy.api_key, T_PROD_UP_KEY=prod_key
+        )
+        run = fleet_sync(
+            ["plan", "--probe", "-f", str(repo.fleet), "--target", "prod", "--base-ref", "main",
+             "--format", "json"],
+            env,
+        )  # fmt: skip
+        assert run.code == 0, run.out + run.err
+        assert SECRET not in run.out + run.err and prod_key not in run.out + run.err
+        [planned] = json.loads(run.out)["targets"]
+        health = {h["host"]: h for h in planned["health"]}
+        assert a.authorizations == [f"Bearer {prod_key}"] and health["a"]["key_sent"]
+        assert x.authorizations == [None] and not health["x"]["key_sent"]
+        assert "(not reviewed)" in health["x"]["key_note"]
+    finally:
+        a.stop()
+        x.stop()
