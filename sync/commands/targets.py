@@ -183,6 +183,10 @@ def pinned(
         raise TargetUnresolved(pin.refusal)
     if pin.note:
         click.echo(f"{target_prefix()}note: {pin.note}", err=True)
+        # The base's variables are not in the pull request's fleet.yaml, whose references the
+        # scrub already knows: masked alike.
+        written = (*_urls_as_written(pin.target), pin.target.api_key, pin.target.read_api_key)
+        scrub.active().remember_references(" ".join(w for w in written if w), environ)
     return resolve(pin.target, environ, write, override)
 
 
