@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import pytest
 import yaml
 
+from sync.commands.targets import Overrides, TargetUnresolved, pinned
 from sync.core.keytrust import FLEET_ITSELF, FLEET_ITSELF_REF, TrustedRef, shared_proxies
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
@@ -155,3 +157,18 @@ def test_litellms_abbreviation_of_a_key_sent_is_scrubbed() -> None:
         "Authentication Error, Invalid proxy server token passed. Received=***, "
         "expected to start with 'sk-'. key_name ***; other ****wxyz"
     )
+
+
+def test_a_proxy_and_key_given_on_the_command_line_are_used_as_given() -> None:
+    # They come from the workflow, not from any fleet.yaml: no ref is asked about them.
+    new = fleet_of(
+        {**TARGETS, "eu": {"proxy_url": "http://127.0.0.1:1", "api_key": "os.environ/K"}}
+    )
+    unread = TrustedRef(problem=f"{BASE} is invalid")
+    given = Overrides(("http://127.0.0.1:2",), "sk-given-0123456789")
+    endpoint = pinned(target(new, "eu"), unread, {}, False, given)
+    assert endpoint.urls == ("http://127.0.0.1:2",) and endpoint.key == "sk-given-0123456789"
+    with pytest.raises(TargetUnresolved, match=r"^target eu: not read: "):
+        pinned(target(new, "eu"), unread, {"K": "sk-env-0123456789"}, False)
+    with pytest.raises(TargetUnresolved, match=r"^target eu: not read: "):  # a key alone: no
+        pinned(target(new, "eu"), unread, {}, False, Overrides((), "sk-given-0123456789"))
