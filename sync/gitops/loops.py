@@ -220,3 +220,19 @@ def report_drift(plan: Plan, environ: Mapping[str, str], *, target: str | None =
     if action.action == "none":
         return "no drift" + _for(target) + (note or " and no open drift issue")
     return f"drift issue{_for(target)} #{action.number} {action.action}{note}"
+
+
+def report_held(fleet: str, target: str, why: str, environ: Mapping[str, str]) -> str:
+    """A target apply held behind its gate (`why`: "held: staging did not converge") gets no
+    result comment (nothing was done), but the job summary and the report files say so: the
+    reader of either learns why the job is exit 4."""
+    check_target(target)
+    config = GitHubConfig.from_env(environ)
+    markdown = scrub(
+        f"### fleet-sync apply for {code(fleet)}{on_target(target)}: **held**\n\n"
+        f"{text(target)}: {text(why)}; nothing was sent to it.\n"
+    )
+    data = {"fleet": fleet, "target": target, "exit": 4, "held": why}
+    where = ReportFiles.from_env(environ).save(fleet, "apply", markdown, data, target)
+    write_step_summary(config, markdown, note=where)
+    return f"held target {text(target)}: said in the job summary"
