@@ -15,6 +15,7 @@ import click
 from sync.commands.common import (
     CONCURRENCY,
     EXIT_CHANGES,
+    EXIT_ERROR,
     EXIT_INCOMPLETE,
     EXIT_OK,
     EXIT_REFUSED,
@@ -57,12 +58,29 @@ def run_drift(
             outcomes, lambda value: gitops.report_drift(value.plan, os.environ, target=value.name)
         )
         codes.update({name: code for name, code in posted.items() if code})
+    retired = retire_old_issue(reading.fleet.name) if github_issue else EXIT_OK
     for outcome in outcomes:
         if outcome.value is not None and not outcome.value.plan.empty:
             codes.setdefault(outcome.target, EXIT_CHANGES)
-    code = worst(codes.get(o.target, EXIT_OK) for o in outcomes)
+    code = worst([retired, *(codes.get(o.target, EXIT_OK) for o in outcomes)])
     if code != EXIT_OK:
         raise Exit(code)
+
+
+def retire_old_issue(fleet: str) -> int:
+    """The drift issue of the fleet from before it had targets is closed (README "Several
+    proxies"); a GitHub failure there is exit 1, the targets' issues already kept."""
+    from sync.github.actions import GitHubError
+    from sync.gitops import loops as gitops
+
+    try:
+        line = gitops.retire_drift_issue(fleet, os.environ)
+    except GitHubError as exc:
+        click.echo(f"error: GitHub: {display.text(str(exc))}", err=True)
+        return EXIT_ERROR
+    if line:
+        click.echo(display.text(line), err=True)
+    return EXIT_OK
 
 
 def fix_all(
