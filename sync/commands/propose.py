@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Merge when the plan only moves this host (one in-place update, no prune, nothing "
     "else) to an address the probe, sent without the host's key, shows serving the model; "
-    "then start the apply workflow. A new address that needs a key waits for a review.",
+    "then start the apply workflow. A new address that needs a key waits for a review. With "
+    "targets: in fleet.yaml, every target the host goes to must plan so, and be planned.",
 )
 @health_options
 @click.option(
@@ -67,7 +68,9 @@ def propose(
     """Propose fleet.yaml as set-host left it: one commit on the host's branch, its pull
     request opened or updated, and the plan comment on it (GITHUB_TOKEN, GITHUB_REPOSITORY).
 
-    Run after `fleet-sync set-host MODEL HOST --api-base URL` in a checkout of BRANCH.
+    Run after `fleet-sync set-host MODEL HOST --api-base URL` in a checkout of BRANCH. With
+    targets: in fleet.yaml, every target the host goes to is planned on its own proxy (its
+    read key), one plan comment each.
     """
     from sync.github.actions import GitHubError
     from sync.gitops import host_moved
