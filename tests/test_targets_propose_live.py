@@ -124,3 +124,16 @@ def test_a_host_on_one_target_is_planned_there_only(
     assert len(pair.prod_fp.log) == prod_reads
     pulls = fake_github.git.pulls()
     assert set(comments(fake_github, pulls[-1]["number"], "plan")) == {"staging"}
+
+
+def test_proxy_flags_are_refused_before_github_is_asked(
+    pair: Pair, fake_github: FakeGitHub, tmp_path: Path, fleet_name: str, new: str
+) -> None:
+    model = f"{fleet_name}-m"
+    applied_repo(pair, fake_github, tmp_path, fleet_name, model)
+    set_host(pair, model, "a", new)
+    before = len(fake_github.writes())
+    run = pair.run("propose", "--proxy-url", pair.prod_fp.url, model, "a")
+    assert run.code == 1, run.out + run.err
+    assert "--proxy-url: fleet.yaml declares targets:" in run.err
+    assert len(fake_github.writes()) == before and fake_github.git.pulls() == []
