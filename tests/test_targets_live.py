@@ -17,9 +17,11 @@ import pytest
 import yaml
 
 from sync.core.render import route_id
+from sync.github.client import DRIFT_LABEL, drift_marker
 from sync.github.comment import PlanComment
+from sync.gitops.loops import DRIFT_PER_TARGET
 
-from .support.fake_github import FakeGitHub
+from .support.fake_github import ACTIONS_BOT, FakeGitHub
 from .support.faultproxy import Fault, FaultProxy
 from .support.proxyharness import Proxy, Run, fleet_sync, remove_fleet
 
@@ -282,9 +284,21 @@ def test_github_gets_one_comment_result_and_drift_issue_per_target(
     assert rid_b in this_pr
     assert route_id(fleet_name, model, "a") not in this_pr  # already wanted at the base
 
+    # The drift issue from before the fleet had targets: ours is closed, a planted one is not.
+    old_body = drift_marker(fleet_name, None) + "\nold drift"
+    ours = fake_github.add_issue("Drift", old_body, labels=[DRIFT_LABEL], user=ACTIONS_BOT)
+    planted = fake_github.add_issue("Drift", old_body, labels=[DRIFT_LABEL], user="mallory")
     drift = pair.run("drift", "--github-issue")
     assert drift.code == 2, drift.out + drift.err
-    issues = [i for i in fake_github.issues.values() if "pull_request" not in i]
+    assert fake_github.issues[ours]["state"] == "closed"
+    assert f"drift issue #{ours} of the fleet without targets closed" in drift.err
+    assert [c["body"] for c in fake_github.comments_on(ours)] == [DRIFT_PER_TARGET]
+    assert fake_github.issues[planted]["state"] == "open"
+    assert fake_github.comments_on(planted) == []
+    old = (ours, planted)
+    issues = [
+        i for i in fake_github.issues.values() if "pull_request" not in i and i["number"] not in old
+    ]
     assert len(issues) == 2 and all(i["state"] == "open" for i in issues)
     assert sorted("prod" in i["title"] for i in issues) == [False, True]
 

@@ -261,7 +261,7 @@ def run_apply(
     from sync.live.progress import progress_for
     from sync.report.text import result_text
 
-    progress = progress_for(sys.stderr)
+    progress = progress_for(sys.stderr, target_prefix())
     try:
         return apply_plan(
             plan,

@@ -98,7 +98,9 @@ def drift(
             else:
                 check_can_write(client)
                 result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
-                click.echo(result_text(result), nl=False)
+                # --format json: stdout is the one document (the drift found); the fix's
+                # result is told on stderr.
+                click.echo(result_text(result), nl=False, err=fmt == "json")
                 code = EXIT_OK if result.complete else EXIT_INCOMPLETE
                 the_plan = gated()
     if github_issue:

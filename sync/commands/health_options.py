@@ -83,6 +83,14 @@ def run_ref(fleet_file: Path, base_ref: str | None = None) -> TrustedRef:
     return ref_for_run(fleet_file, base_ref, os.environ)
 
 
+def head_ref(fleet_file: Path) -> TrustedRef:
+    """propose over targets: the checked-out commit is the trusted ref (set-host edited only the
+    working file): each target is read at the endpoint and keys it writes."""
+    from sync.gitops.keytrust import ref_at_head
+
+    return ref_at_head(fleet_file)
+
+
 def head_trust(fleet_file: Path) -> Trust:
     """propose: the checked-out commit is trusted, not the address set-host just wrote."""
 

@@ -84,6 +84,9 @@ def run_apply_targets(
             codes[target.name] = HELD_CODE
             say(options, f"target {target.name} {gate.message}; nothing was sent to it", True)
             entries.append({"target": target.name, "exit": HELD_CODE, "held": gate.message})
+            if options.github_comment:
+                attempt(target.name, partial(report_held, reading.fleet.name, target.name,
+                                             gate.message))  # fmt: skip
             continue
         if outcome.value is None:
             codes[target.name] = outcome.code
@@ -215,3 +218,9 @@ def apply_target(
         )
     ok = result.complete and all(v.ok for v in verified or ())
     return Applied(result, verified, EXIT_OK if ok else EXIT_INCOMPLETE, not the_plan.empty)
+
+
+def report_held(fleet: str, name: str, why: str) -> None:
+    from sync.gitops import loops as gitops
+
+    on_github(lambda: gitops.report_held(fleet, name, why, os.environ))

@@ -234,6 +234,19 @@ class GitHubClient(GitHubHTTP):
         ]
         return sorted(self.ours(carrying), key=lambda issue: int(issue["number"]))
 
+    def close_drift_issues(self, fleet: str, target: str | None, why: str) -> IssueAction:
+        """Close our open drift issues of the fleet (or of one target), each with a comment
+        saying `why`; an issue anyone else opened is never touched."""
+        repo = self.config.repository
+        open_issues = self.find_drift_issues(fleet, target)
+        if not open_issues:
+            return IssueAction("none", None)
+        for issue in open_issues:  # more than one only if someone duplicated it by hand
+            number = int(issue["number"])
+            self._json("POST", f"repos/{repo}/issues/{number}/comments", body={"body": why})
+            self._json("PATCH", f"repos/{repo}/issues/{number}", body={"state": "closed"})
+        return IssueAction("closed", int(open_issues[0]["number"]))
+
     def sync_drift_issue(
         self, fleet: str, body: str | None, target: str | None = None
     ) -> IssueAction:
@@ -242,16 +255,7 @@ class GitHubClient(GitHubHTTP):
         repo = self.config.repository
         marker = drift_marker(fleet, target)
         if body is None:
-            open_issues = self.find_drift_issues(fleet, target)
-            if not open_issues:
-                return IssueAction("none", None)
-            for issue in open_issues:  # more than one only if someone duplicated it by hand
-                number = int(issue["number"])
-                self._json(
-                    "POST", f"repos/{repo}/issues/{number}/comments", body={"body": DRIFT_RESOLVED}
-                )
-                self._json("PATCH", f"repos/{repo}/issues/{number}", body={"state": "closed"})
-            return IssueAction("closed", int(open_issues[0]["number"]))
+            return self.close_drift_issues(fleet, target, DRIFT_RESOLVED)
 
         text = f"{marker}\n{body}"
         title = drift_title(fleet, target)

@@ -128,31 +128,70 @@ def propose(
     return Proposal(branch, int(pull["number"]), str(pull.get("html_url") or ""), action, commit)
 
 
+@dataclass(frozen=True)
+class Section:
+    """One proxy's part of a proposal: a fleet without targets has one (target None); a fleet
+    with targets one per target the host goes to. plan is None when that target could not be
+    planned in this job (its endpoint unresolved, its proxy unreachable): `error` says why."""
+
+    target: str | None
+    plan: Plan | None
+    plan_for: Callable[[Fleet], Plan] | None  # the base fleet planned the way `plan` was
+    refusals: tuple[str, ...] = ()
+    error: str | None = None
+
+
+def merge_refusal(sections: Sequence[Section], model: str, host: str) -> str | None:
+    """Why the proposal may not merge by itself: the first section whose plan is more than the
+    move, or that could not be planned (an unknown plan is not a pure move)."""
+    if not sections:
+        return "no target receives this host: nothing was planned"
+    for section in sections:
+        where = "" if section.target is None else f"target {section.target}: "
+        if section.plan is None:
+            return f"{where}could not be planned ({section.error})"
+        why = automerge_refusal(section.plan, section.refusals, model, host)
+        if why:
+            return where + why
+    return None
+
+
 def comment_and_maybe_merge(
     github: PullRequestClient,
     proposal: Proposal,
     model: str,
     host: str,
     fleet_file: Path,
-    plan: Plan,
-    plan_for: Callable[[Fleet], Plan],
-    refusals: Sequence[str],
+    sections: Sequence[Section],
     environ: Mapping[str, str],
     merge: tuple[str, str] | None,
 ) -> list[str]:
-    """The plan comment on the pull request; with merge=(base, apply workflow) and a plan that
-    only moves the host, the merge and the apply run. Returns what happened, line by line."""
+    """The plan comment on the pull request (one per target with targets); with merge=(base,
+    apply workflow) and every section's plan only moving the host, the merge and the apply run.
+    Returns what happened, line by line."""
     assert proposal.number is not None
     parent, _ = head_commit(fleet_file)
-    report = [
-        gitops.comment_plan(
-            fleet_file, plan, plan_for, refusals, parent, environ, pr_number=proposal.number
+    report = []
+    for section in sections:
+        if section.plan is None or section.plan_for is None:
+            report.append(f"no plan comment for target {section.target}: {section.error}")
+            continue
+        report.append(
+            gitops.comment_plan(
+                fleet_file,
+                section.plan,
+                section.plan_for,
+                section.refusals,
+                parent,
+                environ,
+                pr_number=proposal.number,
+                target=section.target,
+            )
         )
-    ]
     if merge is None:
         return report
     base, workflow = merge
-    refusal = automerge_refusal(plan, refusals, model, host)
+    refusal = merge_refusal(sections, model, host)
     if refusal:
         return [*report, f"not merged automatically: {refusal}; it waits for a review"]
     sha = github.merge_pull(proposal.number, proposal.head, f"Move {model}/{host}")

@@ -70,13 +70,18 @@ def ref_for_run(fleet_file: Path, base_ref: str | None, environ: Mapping[str, st
 
 def at_head(fleet_file: Path) -> KeyTrust:
     """propose: the checked-out commit, which the dispatch's set-host did not change."""
+    return ref_at_head(fleet_file).key_trust()
+
+
+def ref_at_head(fleet_file: Path) -> TrustedRef:
+    """propose over targets: the checked-out commit gives each target's endpoint and keys."""
     from sync.gitops.gitref import GitRefError, head_commit
 
     try:
         sha, _ = head_commit(fleet_file)
     except GitRefError as exc:
-        return TrustedRef(problem=f"fleet.yaml at HEAD cannot be read ({exc})").key_trust()
-    return at_commit(fleet_file, sha, f"fleet.yaml at HEAD ({sha[:12]})").key_trust()
+        return TrustedRef(problem=f"fleet.yaml at HEAD cannot be read ({exc})")
+    return at_commit(fleet_file, sha, f"fleet.yaml at HEAD ({sha[:12]})")
 
 
 def at_commit(fleet_file: Path, sha: str, where: str) -> TrustedRef:

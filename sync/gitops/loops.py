@@ -220,3 +220,40 @@ def report_drift(plan: Plan, environ: Mapping[str, str], *, target: str | None =
     if action.action == "none":
         return "no drift" + _for(target) + (note or " and no open drift issue")
     return f"drift issue{_for(target)} #{action.number} {action.action}{note}"
+
+
+def report_held(fleet: str, target: str, why: str, environ: Mapping[str, str]) -> str:
+    """A target apply held behind its gate (`why`: "held: staging did not converge") gets no
+    result comment (nothing was done), but the job summary and the report files say so: the
+    reader of either learns why the job is exit 4."""
+    check_target(target)
+    config = GitHubConfig.from_env(environ)
+    markdown = scrub(
+        f"### fleet-sync apply for {code(fleet)}{on_target(target)}: **held**\n\n"
+        f"{text(target)}: {text(why)}; nothing was sent to it.\n"
+    )
+    data = {"fleet": fleet, "target": target, "exit": 4, "held": why}
+    where = ReportFiles.from_env(environ).save(fleet, "apply", markdown, data, target)
+    write_step_summary(config, markdown, note=where)
+    return f"held target {text(target)}: said in the job summary"
+
+
+DRIFT_PER_TARGET = (
+    "Closed: fleet.yaml now declares `targets:`, so drift is reported per target, each in its "
+    "own issue (`Drift: … (fleet F, target T)`). This issue, for the fleet without targets, "
+    "would never be updated again."
+)
+
+
+def retire_drift_issue(fleet: str, environ: Mapping[str, str]) -> str | None:
+    """drift over targets: close fleet-sync's own drift issue of the fleet without targets (its
+    marker, and the token's author), left open when the repository added `targets:`. Returns
+    a line when one was closed."""
+    config = GitHubConfig.from_env(environ)
+    with GitHubClient(config) as github:
+        action = github.close_drift_issues(fleet, None, DRIFT_PER_TARGET)
+    if action.action == "none":
+        return None
+    return (
+        f"drift issue #{action.number} of the fleet without targets closed: drift is now per target"
+    )

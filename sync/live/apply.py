@@ -305,7 +305,12 @@ def _settle(outcome: Outcome, w: _Written, reader: _ReadBack, client: LiteLLMCli
         if not still_previous(change, listings):
             return outcome
         why = f"every pod still lists the previous values after {reader.timeout:g}s"
-    return Outcome(change, "failed", undo(change, why, client), outcome.lagging)
+    return Outcome(
+        change,
+        "failed",
+        undo(change, why, client, w.not_served or w.state == "written"),
+        outcome.lagging,
+    )
 
 
 def _shows(change: Change, by_id: dict[str, Route]) -> bool:

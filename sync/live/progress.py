@@ -82,8 +82,10 @@ class ProgressWriter:
         live: bool,
         interval: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
+        prefix: str = "",
     ) -> None:
         self.stream = stream
+        self.prefix = prefix  # "[prod] " while a run over targets works on prod
         self.live = live
         self.interval = 0.1 if live else interval
         self.clock = clock
@@ -133,10 +135,10 @@ class ProgressWriter:
         self._shown_at = now
         text = display.text(text)  # one line: the live line is rewritten in place
         if self.live:
-            self.stream.write(f"\r\033[K{text}")
+            self.stream.write(f"\r\033[K{self.prefix}{text}")
             self._line = text
         else:
-            self.stream.write(f"fleet-sync: {text}\n")
+            self.stream.write(f"{self.prefix}fleet-sync: {text}\n")
         self.stream.flush()
 
     def _end_line(self) -> None:
@@ -146,6 +148,8 @@ class ProgressWriter:
             self._line = ""
 
 
-def progress_for(stream: TextIO) -> ProgressWriter:
-    """Live on a terminal that can clear a line, periodic plain lines otherwise."""
-    return ProgressWriter(stream, live=stream.isatty() and os.environ.get("TERM") != "dumb")
+def progress_for(stream: TextIO, prefix: str = "") -> ProgressWriter:
+    """Live on a terminal that can clear a line, periodic plain lines otherwise; each line
+    starts with `prefix` (the target's, given here: apply's worker threads do not carry it)."""
+    live = stream.isatty() and os.environ.get("TERM") != "dumb"
+    return ProgressWriter(stream, live=live, prefix=prefix)

@@ -109,18 +109,27 @@ def _writable(key: str, value: Any) -> bool:
     )
 
 
-def undo(change: Update, why: str, client: LiteLLMClient) -> str:
-    """Write back the previous values of an update LiteLLM stored and its router did not load
-    (`why`: how that is known), then read them back. Returns what happened, for a failed
-    outcome."""
+def undo(change: Update, why: str, client: LiteLLMClient, stored: bool) -> str:
+    """Write back the previous values of an update the router did not load (`why`: how that is
+    known), then read them back. `stored`: LiteLLM said it stored the update; else that is only
+    inferred from the read-back (an error answer may also be one LiteLLM never received).
+    Returns what happened, for a failed outcome."""
     from sync.live.client import ProxyError
 
-    stored = f"LiteLLM stored the update but could not load it ({why})"
+    if stored:
+        stored_text = f"LiteLLM stored the update but could not load it ({why})"
+        holds = "the database holds values the router did not load"
+    else:
+        stored_text = (
+            f"the update did not load ({why}): LiteLLM may have stored it without loading it "
+            "(inferred from the read-back, not known)"
+        )
+        holds = "the database may hold values the router did not load"
     previous = restore(change)
     if isinstance(previous, str):
         return (
-            f"{stored}; the database holds values the router did not load, so a pod that "
-            f"starts now serves no route for this host, and fleet-sync cannot write the previous "
+            f"{stored_text}; {holds}, so a pod that starts now may serve no route for this "
+            f"host, and fleet-sync cannot write the previous "
             f"ones back ({previous}): fix fleet.yaml and apply again, or restore the route by hand"
         )
     route = previous.route
@@ -132,13 +141,12 @@ def undo(change: Update, why: str, client: LiteLLMClient) -> str:
         ]
     except ProxyError as exc:
         return (
-            f"{stored}; writing the previous values back failed ({exc}): the database holds "
-            "values the router did not load; fix fleet.yaml and apply again, or restore the "
-            "route by hand"
+            f"{stored_text}; writing the previous values back failed ({exc}): {holds}; fix "
+            "fleet.yaml and apply again, or restore the route by hand"
         )
     read = "every pod lists them" if still_previous(change, back) else "not listed as written"
     return (
-        f"{stored}; the previous values were written back so the route survives a restart "
+        f"{stored_text}; the previous values were written back so the route survives a restart "
         f"(read back: {read})"
     )
 
