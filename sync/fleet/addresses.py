@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import unicodedata
+from functools import lru_cache
 from urllib.parse import urlsplit
 
 from sync.fleet.plaintext import authority, quote
@@ -41,7 +42,7 @@ def address_problem(address: str) -> str | None:
         return f"the address is {len(address)} characters; at most {MAX_ADDRESS}"
     if odd := _unprintable(address):
         return f"{quote(address)} contains {odd}; write the address in plain characters"
-    if address != address.strip() or any(c.isspace() for c in address):
+    if address != address.strip() or any(map(str.isspace, address)):
         return f"{quote(address)} contains whitespace"
     try:
         parts = urlsplit(address)
@@ -68,6 +69,8 @@ def address_problem(address: str) -> str | None:
 def _unprintable(text: str) -> str | None:
     """The first character no terminal shows as itself (a control or format character such as
     ESC, a soft hyphen or a zero-width joiner, a lone surrogate), named."""
+    if text.isprintable():
+        return None  # every character printable: none to name
     for index, char in enumerate(text):
         if not char.isprintable() and not char.isspace():
             name = unicodedata.name(char, "") if not 0xD800 <= ord(char) <= 0xDFFF else ""
@@ -137,7 +140,11 @@ def host_problem(host: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=1 << 16)
 def normalise_address(address: str) -> str:
+    """scheme://host:port/path, lowercase host and default port spelt out: one form for the
+    spellings of one address. Cached: validate, the plan (desired and live routes) and verify
+    ask it of the same ~one address per route."""
     parts = urlsplit(address)
     default = {"http": 80, "https": 443}[parts.scheme]
     port = parts.port or default

@@ -1,31 +1,32 @@
-"""fleet.yaml → Fleet: schema and semantic validation with every problem located."""
+"""fleet.yaml → Fleet: schema (sync/fleet/schema_rules.py) and semantic validation with every
+problem located."""
 
 from __future__ import annotations
 
-import difflib
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import Any
-
-import jsonschema
 
 # Re-exported: set-host, import, the probe and the tests take the address rules from here.
 from sync.fleet.addresses import address_problem as address_problem
 from sync.fleet.addresses import normalise_address as normalise_address
 from sync.fleet.placement import Placement, Target, placement_of, target_problems, targets_of
-from sync.fleet.plaintext import address_credential, holds_credential, masked, quote
+from sync.fleet.plaintext import address_credential, masked, quote
 from sync.fleet.plaintext import secret_problems as _secret_problems
 from sync.fleet.plaintext import where as _where
 from sync.fleet.problems import FleetError, Problem
-from sync.fleet.sections import param_problems
+
+# Re-exported: the tests and benchmarks take the schema from here.
+from sync.fleet.schema_rules import SCHEMA_PATH as SCHEMA_PATH
+from sync.fleet.schema_rules import passes_compiled_schema as passes_compiled_schema
+from sync.fleet.schema_rules import schema as schema
+from sync.fleet.schema_rules import schema_problems, type_name
+from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.text import text_problems
 from sync.fleet.yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 from sync.litellm.convergence import route_too_large
 
-SCHEMA_PATH = Path(__file__).with_name("fleet.schema.json")
 DEFAULT_PROVIDER = "hosted_vllm"
 DEFAULT_MAX_PRUNE_PERCENT = 30.0
 
@@ -87,12 +88,6 @@ class Fleet:
         return frozenset(m.name for m in self.models)
 
 
-@cache
-def schema() -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
-    return loaded
-
-
 def load_fleet(path: Path, display: str | None = None) -> Fleet:
     """Read, validate and build the Fleet; raise FleetError listing every problem."""
     try:
@@ -105,7 +100,7 @@ def load_fleet(path: Path, display: str | None = None) -> Fleet:
 def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
     problems = list(doc.problems)
     if not isinstance(doc.data, dict):
-        kind = _type_name(doc.data)
+        kind = type_name(doc.data)
         problems.append(
             Problem(
                 file,
@@ -120,131 +115,6 @@ def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
     if problems:
         raise FleetError(masked(problems))
     return _build(doc.data)
-
-
-def _type_name(value: Any) -> str:
-    names = {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean"}
-    names.update({int: "an integer", float: "a number", type(None): "null"})
-    return names.get(type(value), type(value).__name__)
-
-
-def schema_problems(data: Any, marks: Marks, file: str) -> Iterator[Problem]:
-    validator = jsonschema.Draft202012Validator(schema())
-    for error in validator.iter_errors(data):
-        yield from _explain(error, marks, file)
-
-
-def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iterator[Problem]:
-    path: JsonPath = tuple(error.absolute_path)
-    where = _where(path)
-    kind = error.validator
-    instance: Any = error.instance
-    rule: Any = error.schema
-    expected: Any = error.validator_value
-    if kind == "additionalProperties" and isinstance(instance, dict):
-        allowed = sorted(rule.get("properties", {}))
-        for key in sorted(set(instance) - set(allowed)):
-            hint = difflib.get_close_matches(key, allowed, n=1)
-            fix = f" (did you mean {hint[0]!r}?)" if hint else f" (allowed: {', '.join(allowed)})"
-            message = f"{where}: unknown key {quote(key)}{fix}"
-            yield Problem(file, *marks.of_key((*path, key)), message)
-        return
-    if kind == "required":
-        # At the key that names the incomplete mapping (models.x:), else where it starts.
-        missing = [k for k in expected if k not in instance]
-        for key in missing:
-            yield Problem(file, *marks.of_key(path), f"{where}: missing required key {key!r}")
-        return
-    if "propertyNames" in error.absolute_schema_path:
-        # jsonschema reports a bad name with the name as instance and the mapping as path.
-        name: Any = instance
-        rule_text = (
-            "invalid target name {} (lowercase letters, digits and -, starting with a letter "
-            "or digit, at most 63)"
-            if path == ("targets",)
-            else "invalid model name {} (letters, digits and ._:/@+- only, starting with a "
-            "letter or digit, at most 128)"
-        )
-        yield Problem(
-            file, *marks.of_key((*path, name)), f"{where}: {rule_text.format(quote(name))}"
-        )
-        return
-    yield Problem(file, *marks.of_value(path), _value_message(error, path, where))
-
-
-def _value_message(error: jsonschema.ValidationError, path: JsonPath, where: str) -> str:
-    """What is wrong with one value, said for fleet.yaml's reader (never echoing a secret)."""
-    kind = error.validator
-    instance: Any = error.instance
-    expected: Any = error.validator_value
-    last = path[-1] if path else ""
-    if kind == "const" and last == "version" and isinstance(instance, str):
-        return f"version: expected the number 1, got the string {quote(instance)}"
-    if kind == "const" and last == "version":
-        return f"unsupported version {json.dumps(instance)}; this fleet-sync reads version 1"
-    if kind == "type" and instance is None and _is_overlay(path):
-        return f"{where}: expected a mapping, got null (write {{}} for a target with no overlay)"
-    if kind == "type":
-        return f"{where}: expected {_expected(expected)}, got {_type_name(instance)}"
-    if kind == "pattern" and last in {"api_key", "read_api_key"}:
-        # Never echo the value: it may be the secret itself. A target's key is read where
-        # fleet-sync runs; every other one by LiteLLM, in the proxy's environment.
-        target = path[:1] == ("targets",)
-        place = "where fleet-sync runs" if target else "in the proxy's environment"
-        return (
-            f"{where}: plaintext api keys are refused; write a reference os.environ/NAME "
-            f"and set NAME {place}"
-        )
-    if kind in {"minItems", "minProperties"} and last == "targets":
-        if len(path) == 1:
-            return (
-                "targets: declares no target; remove it to sync one proxy (LITELLM_PROXY_URL) "
-                "or declare at least one"
-            )
-        return f"{where}: names no target; name at least one, or leave targets: out"
-    if kind == "minItems" and last == "proxy_url":
-        return f"{where}: lists no URL; list the pods' URLs, or write one URL or a reference"
-    if kind == "pattern" and last == "fleet":
-        return f"fleet: {quote(instance)} must be 1-63 lowercase letters, digits or dashes"
-    if kind == "pattern" and last == "source" and len(path) == 1:
-        return (
-            f"source: {quote(instance)} must name a repository like my-org/llm-fleet "
-            "(letters, digits and ._:/@-, at most 200)"
-        )
-    if kind == "pattern" and last == "name":
-        return f"{where}: host name {quote(instance)} must be letters, digits, '.', '_' or '-'"
-    if kind == "pattern" and last == "provider":
-        return f"{where}: provider {quote(instance)} must be lowercase like hosted_vllm"
-    if kind == "enum":
-        options = ", ".join(str(v) for v in expected)
-        return f"{where}: {quote(instance)} is not one of: {options}"
-    if kind in {"minimum", "maximum"}:
-        return f"{where}: {error.instance!r} must be between 0 and 100"
-    if kind == "minLength":
-        return f"{where}: must not be empty"
-    if kind in {"maxProperties", "maxItems"}:
-        # jsonschema's message repeats the whole mapping or list: say the count instead.
-        return f"{where}: {len(instance)} entries, at most {expected}"
-    if holds_credential(instance):
-        return f"{where}: breaks the schema's {kind!r} rule"
-    return f"{where}: {error.message}"
-
-
-def _is_overlay(path: JsonPath) -> bool:
-    """defaults.targets.T, models.M.targets.T or models.M.hosts[i].targets.T."""
-    if path[:1] == ("defaults",):
-        return len(path) == 3 and path[1] == "targets"
-    if path[:1] != ("models",):
-        return False
-    return (len(path) == 4 and path[2] == "targets") or (len(path) == 6 and path[4] == "targets")
-
-
-def _expected(value: Any) -> str:
-    names = {"object": "a mapping", "array": "a list", "string": "a string"}
-    names.update({"boolean": "true or false", "number": "a number", "integer": "an integer"})
-    if isinstance(value, list):
-        return " or ".join(names.get(v, str(v)) for v in value)
-    return names.get(value, str(value))
 
 
 def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator[Problem]:
@@ -263,49 +133,62 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
     if not isinstance(models, dict):
         return
     for model_name, model in models.items():
-        if not isinstance(model, dict):
+        if isinstance(model, dict):
+            layers = [d for d in (defaults, model) if isinstance(d, dict)]
+            yield from _model_problems(model_name, model, layers, problem)
+
+
+def _model_problems(
+    model_name: Any, model: dict[str, Any], layers: list[dict[str, Any]], problem: ProblemAt
+) -> Iterator[Problem]:
+    """One model's: its own sections', and each host's (`layers`: defaults and the model)."""
+    base: JsonPath = ("models", model_name)
+    yield from param_problems(model, base, problem)
+    hosts = model.get("hosts")
+    if not isinstance(hosts, list):
+        return
+    names: dict[str, int] = {}
+    bases: dict[str, int] = {}
+    # A host without sections of its own has the route size of its model's: measured once.
+    plain_size: list[str | None] = []
+    for index, host in enumerate(hosts):
+        if not isinstance(host, dict):
             continue
-        base: JsonPath = ("models", model_name)
-        yield from param_problems(model, base, problem)
-        hosts = model.get("hosts")
-        if not isinstance(hosts, list):
-            continue
-        names: dict[str, int] = {}
-        bases: dict[str, int] = {}
-        for index, host in enumerate(hosts):
-            if not isinstance(host, dict):
-                continue
-            here: JsonPath = (*base, "hosts", index)
-            yield from param_problems(host, here, problem)
-            layers = [d for d in (defaults, model, host) if isinstance(d, dict)]
-            if too_large := route_too_large(layers):
-                yield problem(here, f"{_where(here)}: {too_large}")
-            name = host.get("name")
-            if isinstance(name, str):
-                if name in names:
-                    yield problem(
-                        (*here, "name"),
-                        f"{_where(here)}: duplicate host name {quote(name)} in model "
-                        f"{quote(model_name)} (first at hosts[{names[name]}])",
-                    )
-                else:
-                    names[name] = index
-            api_base = host.get("api_base")
-            if not isinstance(api_base, str):
-                continue
-            error = address_credential(api_base) or address_problem(api_base)
-            if error:
-                yield problem((*here, "api_base"), f"{_where(here)}.api_base: {error}")
-                continue
-            normal = normalise_address(api_base)
-            if normal in bases:
+        here: JsonPath = (*base, "hosts", index)
+        yield from param_problems(host, here, problem)
+        if any(isinstance(host.get(s), Mapping) for s in ("litellm_params", "model_info")):
+            too_large = route_too_large([*layers, host])
+        else:
+            plain_size = plain_size or [route_too_large(layers)]
+            too_large = plain_size[0]
+        if too_large:
+            yield problem(here, f"{_where(here)}: {too_large}")
+        name = host.get("name")
+        if isinstance(name, str):
+            if name in names:
                 yield problem(
-                    (*here, "api_base"),
-                    f"{_where(here)}.api_base: same address as hosts[{bases[normal]}] of model "
-                    f"{quote(model_name)}; two routes to one server",
+                    (*here, "name"),
+                    f"{_where(here)}: duplicate host name {quote(name)} in model "
+                    f"{quote(model_name)} (first at hosts[{names[name]}])",
                 )
             else:
-                bases[normal] = index
+                names[name] = index
+        api_base = host.get("api_base")
+        if not isinstance(api_base, str):
+            continue
+        error = address_credential(api_base) or address_problem(api_base)
+        if error:
+            yield problem((*here, "api_base"), f"{_where(here)}.api_base: {error}")
+            continue
+        normal = normalise_address(api_base)
+        if normal in bases:
+            yield problem(
+                (*here, "api_base"),
+                f"{_where(here)}.api_base: same address as hosts[{bases[normal]}] of model "
+                f"{quote(model_name)}; two routes to one server",
+            )
+        else:
+            bases[normal] = index
 
 
 def _build(data: dict[str, Any]) -> Fleet:

@@ -42,6 +42,8 @@ def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
 def surrogate(text: str) -> str | None:
     """Why a string cannot be written as UTF-8 (a lone surrogate, e.g. from the YAML escape
     "\\ud83d"), with the fix; None when it can."""
+    if text.isascii():
+        return None  # nearly every key and value: no character to look at one by one
     for index, char in enumerate(text):
         code = ord(char)
         if not 0xD800 <= code <= 0xDFFF:
