@@ -21,7 +21,7 @@ Measured, taking turns so load from other jobs falls on all alike, median of --r
   every page of /v2/model/info once on every pod (pods in parallel) and json.loads it, at each
   page size of --sizes ("all": one page of every route).
 For each: wall time, CPU seconds of the proxy's processes (each pod's LiteLLM and its query
-engine; PostgreSQL apart) from /proc, and the requests the pods logged (own proxies only).
+engine) from /proc, and the requests the pods logged (own proxies only).
 """
 
 from __future__ import annotations
@@ -90,17 +90,14 @@ def _all_stats() -> dict[int, tuple[int, int, float]]:
 
 @dataclass(frozen=True)
 class Processes:
-    """The pods' process groups (LiteLLM and its query engine) and PostgreSQL's postmaster."""
+    """The pods' process groups: each LiteLLM and its query engine (PostgreSQL's backends come
+    and go with the pool: their CPU cannot be summed from /proc)."""
 
     groups: frozenset[int]
-    postmaster: int | None
 
-    def cpu(self) -> tuple[float, float]:
-        """CPU seconds so far: (pods, PostgreSQL and its backends)."""
-        stats = _all_stats()
-        pods = sum(cpu for _, group, cpu in stats.values() if group in self.groups)
-        pg = sum(cpu for pid, (parent, _, cpu) in stats.items() if self.postmaster in (pid, parent))
-        return pods, pg
+    def cpu(self) -> float:
+        """CPU seconds the pods used so far."""
+        return sum(cpu for _, group, cpu in _all_stats().values() if group in self.groups)
 
 
 def processes(proxy: Proxy) -> Processes | None:
@@ -112,11 +109,7 @@ def processes(proxy: Proxy) -> Processes | None:
         stat = _stat(int(pid_file.read_text().split()[0]))
         if stat is not None:
             groups.add(stat[1])
-    postmaster = None
-    pg_dir = (run / "pgdir.path").read_text().strip() if (run / "pgdir.path").exists() else run / "pg"
-    if (pid_file := Path(pg_dir) / "data" / "postmaster.pid").exists():
-        postmaster = int(pid_file.read_text().split()[0])
-    return Processes(frozenset(groups), postmaster)
+    return Processes(frozenset(groups))
 
 
 def _listening(urls: Sequence[str]) -> Processes | None:
@@ -137,7 +130,7 @@ def _listening(urls: Sequence[str]) -> Processes | None:
             continue
         if any(f"socket:[{inode}]" in links for inode in inodes) and (stat := _stat(pid)):
             groups.add(stat[1])
-    return Processes(frozenset(groups), None) if groups else None
+    return Processes(frozenset(groups)) if groups else None
 
 
 def log_files(proxy: Proxy) -> list[Path]:
@@ -294,8 +287,8 @@ def read(url):
     with httpx.Client(headers={"Authorization": "Bearer " + key}, timeout=600) as http:
         page, pages, n = 1, 1, 0
         while page <= pages:
-            s = 1000000 if size == "all" else int(size)
-            data = json.loads(http.get(url + "/v2/model/info", params={"page": page, "size": s}).content)
+            query = {"page": page, "size": 1000000 if size == "all" else int(size)}
+            data = json.loads(http.get(url + "/v2/model/info", params=query).content)
             pages, n, page = data["total_pages"], n + len(data["data"]), page + 1
         return n
 with ThreadPoolExecutor(len(urls)) as pool:
@@ -307,7 +300,6 @@ with ThreadPoolExecutor(len(urls)) as pool:
 class Figures:
     wall: list[float] = field(default_factory=list)
     pods_cpu: list[float] = field(default_factory=list)
-    pg_cpu: list[float] = field(default_factory=list)
     requests: Counter[str] = field(default_factory=Counter)
 
     def median(self, values: list[float]) -> float:
@@ -324,18 +316,17 @@ def timed(
     into: Figures,
 ) -> None:
     offsets = [log.stat().st_size for log in logs]
-    before = procs.cpu() if procs else (0.0, 0.0)
+    before = procs.cpu() if procs else 0.0
     began = time.perf_counter()
     done = subprocess.run(
         command, cwd=cwd, env=proxy.env(), capture_output=True, text=True, check=False
     )
     wall = time.perf_counter() - began
-    after = procs.cpu() if procs else (0.0, 0.0)
+    after = procs.cpu() if procs else 0.0
     check(done)
     into.wall.append(wall)
     if procs:
-        into.pods_cpu.append(after[0] - before[0])
-        into.pg_cpu.append(after[1] - before[1])
+        into.pods_cpu.append(after - before)
     if logs:
         time.sleep(0.2)  # the access log line is written as the answer goes out
         into.requests = requests_since(logs, offsets)
@@ -358,7 +349,12 @@ def read_ok(expected: int) -> Callable[[subprocess.CompletedProcess[str]], None]
 
 
 def measure(
-    proxy: Proxy, routes: int, runs: int, sizes: Sequence[str], trees: dict[str, Path]
+    proxy: Proxy,
+    routes: int,
+    runs: int,
+    sizes: Sequence[str],
+    trees: dict[str, Path],
+    warmup: int = 1,
 ) -> tuple[dict[str, Figures], list[float]]:
     db = database_url(proxy)
     if db is None:
@@ -386,7 +382,7 @@ def measure(
         commands[f"read {size}"] = ([*bare, *proxy.urls], None)
     figures = {name: Figures() for name in commands}
     loads: list[float] = []
-    for run in range(runs + 1):  # the first round warms up (imports, first answers): not kept
+    for run in range(1 - warmup, runs + 1):  # round 0 warms up (imports, first answers)
         for name, (command, extra) in commands.items():
             into = figures[name] if run else Figures()
             check = plan_ok if name.startswith("plan") else read_ok(routes)
@@ -397,12 +393,12 @@ def measure(
         for name, f in figures.items():
             if f.wall:
                 print(
-                    f"    {name}: {f.wall[-1]:.2f} s, pods {f.pods_cpu[-1] if f.pods_cpu else 0:.2f} s"
-                    f" CPU, {dict(f.requests)}",
+                    f"    {name}: {f.wall[-1]:.2f} s, pods "
+                    f"{f.pods_cpu[-1] if f.pods_cpu else 0:.2f} s CPU, {dict(f.requests)}",
                     file=sys.stderr,
                     flush=True,
                 )
-    return figures, loads[1:]
+    return figures, loads[warmup:]
 
 
 @dataclass(frozen=True)
@@ -430,14 +426,14 @@ def report(pods: int, routes: int, figures: dict[str, Figures], loads: Sequence[
     floor = reads[best]
     lines = []
     for name, f in figures.items():
-        wall, cpu, pg = f.median(f.wall), f.median(f.pods_cpu), f.median(f.pg_cpu)
+        wall, cpu = f.median(f.wall), f.median(f.pods_cpu)
         requests = sum(f.requests.values())
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(f.requests.items()))
         ratio_wall = wall / floor.median(floor.wall)
         ratio_cpu = cpu / floor.median(floor.pods_cpu) if floor.pods_cpu else float("nan")
         lines.append(
             f"| {pods} | {routes:,} | {name}{' (minimum)' if name == best else ''} "
-            f"| {wall:.2f} s | {cpu:.2f} s | {pg:.2f} s | {requests} ({kinds}) "
+            f"| {wall:.2f} s | {cpu:.2f} s | {requests} ({kinds}) "
             f"| {ratio_wall:.2f} | {ratio_cpu:.2f} | {min(loads):.1f}-{max(loads):.1f} |"
         )
     return "\n".join(lines)
@@ -449,6 +445,7 @@ def main() -> None:
     parser.add_argument("--pods", default="1,2")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--sizes", default="200,500,1000,all")
+    parser.add_argument("--warmup", type=int, choices=(0, 1), default=1, help="a round not kept")
     parser.add_argument(
         "--tree",
         action="append",
@@ -461,9 +458,9 @@ def main() -> None:
     given = dict(t.split("=", 1) for t in options.tree) or {"this": str(REPO)}
     trees = {name: Path(path) for name, path in given.items()}
     table = [
-        "| pods | routes | what | wall | proxy CPU | PostgreSQL CPU | requests "
+        "| pods | routes | what | wall | proxy CPU | requests "
         "| wall / minimum | proxy CPU / minimum | load |",
-        "|---:|---:|---|---:|---:|---:|---|---:|---:|---|",
+        "|---:|---:|---|---:|---:|---|---:|---:|---|",
     ]
     for pods in (int(p) for p in options.pods.split(",")):
         external = from_environment(pods)
@@ -474,7 +471,7 @@ def main() -> None:
             for routes in (int(r) for r in options.routes.split(",")):
                 print(f"{pods} pod(s), {routes} routes", file=sys.stderr, flush=True)
                 figures, loads = measure(
-                    proxy, routes, options.runs, options.sizes.split(","), trees
+                    proxy, routes, options.runs, options.sizes.split(","), trees, options.warmup
                 )
                 table.append(report(pods, routes, figures, loads))
                 print("\n".join(table), file=sys.stderr, flush=True)
