@@ -32,6 +32,7 @@ import io
 import json
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -158,9 +159,9 @@ def _kind(target: str) -> str:
         return "other"
     if "modelId=" in query:
         return "by id"
-    if "search=" in query or "model=" in query:
+    if "model=" in query:
         return "group"
-    return "page"
+    return "search" if "search=" in query else "page"
 
 
 # -- seeding -------------------------------------------------------------------------------
@@ -300,6 +301,7 @@ with ThreadPoolExecutor(len(urls)) as pool:
 class Figures:
     wall: list[float] = field(default_factory=list)
     pods_cpu: list[float] = field(default_factory=list)
+    tool_cpu: list[float] = field(default_factory=list)  # the command's own (user + system)
     requests: Counter[str] = field(default_factory=Counter)
 
     def median(self, values: list[float]) -> float:
@@ -317,14 +319,17 @@ def timed(
 ) -> None:
     offsets = [log.stat().st_size for log in logs]
     before = procs.cpu() if procs else 0.0
+    own = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(
         command, cwd=cwd, env=proxy.env(), capture_output=True, text=True, check=False
     )
     wall = time.perf_counter() - began
     after = procs.cpu() if procs else 0.0
+    done_own = resource.getrusage(resource.RUSAGE_CHILDREN)
     check(done)
     into.wall.append(wall)
+    into.tool_cpu.append(done_own.ru_utime + done_own.ru_stime - own.ru_utime - own.ru_stime)
     if procs:
         into.pods_cpu.append(after - before)
     if logs:
@@ -426,14 +431,14 @@ def report(pods: int, routes: int, figures: dict[str, Figures], loads: Sequence[
     floor = reads[best]
     lines = []
     for name, f in figures.items():
-        wall, cpu = f.median(f.wall), f.median(f.pods_cpu)
+        wall, cpu, tool = f.median(f.wall), f.median(f.pods_cpu), f.median(f.tool_cpu)
         requests = sum(f.requests.values())
         kinds = ", ".join(f"{n} {k}" for k, n in sorted(f.requests.items()))
         ratio_wall = wall / floor.median(floor.wall)
         ratio_cpu = cpu / floor.median(floor.pods_cpu) if floor.pods_cpu else float("nan")
         lines.append(
             f"| {pods} | {routes:,} | {name}{' (minimum)' if name == best else ''} "
-            f"| {wall:.2f} s | {cpu:.2f} s | {requests} ({kinds}) "
+            f"| {wall:.2f} s | {cpu:.2f} s | {tool:.2f} s | {requests} ({kinds}) "
             f"| {ratio_wall:.2f} | {ratio_cpu:.2f} | {min(loads):.1f}-{max(loads):.1f} |"
         )
     return "\n".join(lines)
@@ -458,9 +463,9 @@ def main() -> None:
     given = dict(t.split("=", 1) for t in options.tree) or {"this": str(REPO)}
     trees = {name: Path(path) for name, path in given.items()}
     table = [
-        "| pods | routes | what | wall | proxy CPU | requests "
+        "| pods | routes | what | wall | proxy CPU | tool CPU | requests "
         "| wall / minimum | proxy CPU / minimum | load |",
-        "|---:|---:|---|---:|---:|---|---:|---:|---|",
+        "|---:|---:|---|---:|---:|---:|---|---:|---:|---|",
     ]
     for pods in (int(p) for p in options.pods.split(",")):
         external = from_environment(pods)

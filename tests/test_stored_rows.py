@@ -77,17 +77,18 @@ def groups(proxy: Proxy, fleet_name: str) -> Iterator[tuple[list[str], set[str]]
             http.post("/model/delete", json={"id": rid})
 
 
-@pytest.mark.parametrize("page_size", [2, 100])
+@pytest.mark.parametrize(("page_size", "pages"), [(4, [2, 3]), (3, [3, 4, 5]), (100, [1])])
 def test_one_search_finds_what_a_read_per_group_finds(
     proxy: Proxy,
     groups: tuple[list[str], set[str]],
     page_size: int,
+    pages: list[int],
     fleet_name: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Pages of 2: the search starts on page 3, past 4 of the 6 listed matches (pages 4 and 5
-    hold the 3 rows); pages of 100:
-    one request for all three groups."""
+    """Pages of 4: the search starts on page 2, past 4 of the 6 listed matches (pages 2 and 3
+    hold the 3 rows); of 3: 6 is a multiple, so pages of 2 (a page of 3 would end on the last
+    match, and only a short page tells nothing follows); of 100: one request for all groups."""
     names, unlisted = groups
     monkeypatch.setattr(stored, "SEARCH_PAGE_SIZE", page_size)
     with LiteLLMClient([proxy.url], proxy.api_key) as client:
@@ -104,7 +105,8 @@ def test_one_search_finds_what_a_read_per_group_finds(
         found = read_unlisted(client, names, listed)
     assert {r.id for r in found} == per_group - {r.id for r in listed} == unlisted
     assert all(r.model_name in names for r in found)
-    assert [p["page"] for p in asked] == ([3, 4, 5] if page_size == 2 else [1])
+    assert [p["page"] for p in asked] == pages
+    assert {p["size"] for p in asked} == {2 if page_size == 3 else page_size}
     assert {p["search"] for p in asked} == {f"{fleet_name}-"}  # the longest text they share
 
 

@@ -108,23 +108,25 @@ def _search(client: LiteLLMClient, base: str, text: str, listed: Sequence[Route]
     the listing does not show (the router's matches before it are skipped)."""
     folded = text.lower()
     matches = sum(1 for r in listed if folded in r.model_name.lower())
-    # The page holding the last match the listing shows: it starts on a listed route.
-    first = (matches - 1) // SEARCH_PAGE_SIZE + 1 if matches else 1
+    # The page holding the last match the listing shows (it starts on a listed route), of a
+    # size that leaves room after it: one request when no row is unlisted.
+    size = next((n for n in range(SEARCH_PAGE_SIZE, 1, -1) if matches % n), SEARCH_PAGE_SIZE)
+    first = (matches - 1) // size + 1 if matches else 1
     listed_ids = {r.id for r in listed}
     while True:
         routes: list[Route] = []
         for page in range(first, first + MAX_SEARCH_PAGES):
-            params: dict[str, str | int] = {"search": text, "page": page, "size": SEARCH_PAGE_SIZE}
+            params: dict[str, str | int] = {"search": text, "page": page, "size": size}
             entries = client.entries(base, params)
             head = parse_route(entries[0]) if entries else None
             if page == first > 1 and (head is None or head.id not in listed_ids):
                 break  # the router matches fewer than its listing showed: skip nothing
             routes += [r for r in map(parse_route, entries) if r is not None]
-            if len(entries) < SEARCH_PAGE_SIZE:
+            if len(entries) < size:
                 return routes
         else:
             raise ProxyError(
                 ErrorKind.BAD_RESPONSE,
                 f"a search of the stored routes did not end after {MAX_SEARCH_PAGES} pages",
             )
-        first = 1
+        first, size = 1, SEARCH_PAGE_SIZE
