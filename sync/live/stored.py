@@ -13,7 +13,7 @@ listing just read tells (a lower bound: the router may match more, never fewer, 
 starts on a row the listing does not hold is read again from the first page).
 
 The groups are covered by as few such texts as their names allow: one when they share a
-character (most fleets: a `-`), at most one per distinct character. A text holds only printable
+character, at most one per distinct character. A text holds only printable
 ASCII other than `%`, `_`, `\\` and spaces (LIKE's wildcards and escape, search's strip, case
 folding the same in Python and PostgreSQL); a group whose name has no such character is read on
 its own with `?model=G&search=G`.
@@ -104,8 +104,8 @@ def _longest_common(names: Sequence[str]) -> str:
 
 
 def _search(client: LiteLLMClient, base: str, text: str, listed: Sequence[Route]) -> list[Route]:
-    """The routes and rows `?search=text` answers, from the page holding the first router match
-    the listing does not show (the router's matches before it are skipped)."""
+    """The routes and rows `?search=text` answers, from the page holding the last router match
+    the listing shows (the matches before it are skipped)."""
     folded = text.lower()
     matches = sum(1 for r in listed if folded in r.model_name.lower())
     # The page holding the last match the listing shows (it starts on a listed route), of a
