@@ -1,7 +1,7 @@
 """The real proxy's side of a no-op plan: wall time, the proxy's CPU and the requests it takes.
 
     .venv/bin/python benchmarks/real_proxy.py [--routes 1000,5000] [--pods 1,2] [--runs 3]
-        [--sizes 200,500,1000,all] [--tree NAME=PATH ...]
+        [--sizes 200,500,1000,1700,all] [--tree NAME=PATH ...]
 
 For each pod count a fresh LiteLLM 1.108.7 with PostgreSQL (../shared/litellm/start, reload
 interval 3600 s so no periodic reload falls inside a measurement), or the proxy of
@@ -27,8 +27,6 @@ engine) from /proc, and the requests the pods logged (own proxies only).
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
 import os
 import re
@@ -48,9 +46,8 @@ import httpx
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.seed_litellm import TABLE, psql, reload_pods, seed, total_listed  # noqa: E402
 from benchmarks.synthetic import fleet_text  # noqa: E402
-from sync.core.render import render  # noqa: E402
-from sync.fleet.model import load_fleet  # noqa: E402
 from tests.support.proxyharness import (  # noqa: E402
     DEFAULT_VERSION,
     Proxy,
@@ -62,8 +59,6 @@ from tests.support.proxyharness import (  # noqa: E402
 )
 
 FLEET = "realbench"
-TABLE = '"LiteLLM_ProxyModelTable"'
-ROWS_HELPER = Path(__file__).with_name("litellm_rows.py")
 ACCESS = re.compile(r'"(GET|POST|PATCH|DELETE) ([^ ]+) HTTP/[0-9.]+" (\d+)')
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -162,107 +157,6 @@ def _kind(target: str) -> str:
     if "model=" in query:
         return "group"
     return "search" if "search=" in query else "page"
-
-
-# -- seeding -------------------------------------------------------------------------------
-
-
-def psql(db: str, sql: str, data: str | None = None) -> str:
-    done = subprocess.run(
-        ["psql", db, "-v", "ON_ERROR_STOP=1", "-At", "-c", sql],
-        input=data,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"psql failed: {done.stderr[-2000:]}")
-    return done.stdout
-
-
-def litellm_python(proxy: Proxy) -> Path:
-    return harness_home(proxy.version or DEFAULT_VERSION) / "venv" / "bin" / "python"
-
-
-def helper(proxy: Proxy, mode: str, data: str) -> str:
-    env = {
-        **os.environ,
-        "LITELLM_MASTER_KEY": proxy.api_key,
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-    }
-    done = subprocess.run(
-        [str(litellm_python(proxy)), str(ROWS_HELPER), mode],
-        input=data,
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"{ROWS_HELPER.name} {mode} failed: {done.stderr[-2000:]}")
-    return done.stdout
-
-
-def seed(proxy: Proxy, db: str, fleet_file: Path) -> int:
-    """Replace this benchmark's rows with the rows /model/new stores for the fleet's routes."""
-    routes = render(load_fleet(fleet_file))
-    bodies = "\n".join(json.dumps(r.deployment()) for r in routes)
-    rows = [json.loads(line) for line in helper(proxy, "rows", bodies).splitlines() if line]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    for row in rows:
-        writer.writerow(
-            [
-                row["model_id"],
-                row["model_name"],
-                json.dumps(row["litellm_params"]),
-                json.dumps(row["model_info"]),
-                row["created_by"],
-                row["updated_by"],
-            ]
-        )
-    columns = "model_id, model_name, litellm_params, model_info, created_by, updated_by"
-    psql(
-        db,
-        f"BEGIN; DELETE FROM {TABLE} WHERE model_info->>'fleet_sync_fleet' = '{FLEET}'; "
-        f"COPY {TABLE} ({columns}) FROM STDIN WITH (FORMAT csv); COMMIT;",
-        buffer.getvalue(),
-    )
-    return len(rows)
-
-
-def reload_pods(proxy: Proxy, db: str) -> None:
-    """Each pod reloads its router from the database on a create (LiteLLM's add_deployment);
-    a delete only takes the route out of the pod that deletes it. So, pod by pod: create a
-    sentinel, compare its stored row with the seeding's for the same body, delete it."""
-    sentinel = Path(tempfile.mkdtemp()) / "fleet.yaml"
-    sentinel.write_text(fleet_text(1, fleet=f"{FLEET}-sentinel"), encoding="utf-8")
-    body = render(load_fleet(sentinel))[0].deployment()
-    for index, url in enumerate(proxy.urls):
-        body["model_info"]["id"] = f"{FLEET}-sentinel-{index}"
-        with proxy.http(url) as http:
-            http.timeout = httpx.Timeout(600)
-            http.post("/model/new", json=body).raise_for_status()
-            stored = psql(
-                db,
-                f"SELECT row_to_json(t) FROM {TABLE} t WHERE model_id = '{FLEET}-sentinel-{index}'",
-            )
-            differ = json.loads(
-                helper(
-                    proxy, "check", json.dumps({"deployment": body, "stored": json.loads(stored)})
-                )
-            )
-            if differ:
-                raise SystemExit(f"seeded rows differ from what /model/new stores: {differ}")
-            http.post("/model/delete", json={"id": body["model_info"]["id"]}).raise_for_status()
-
-
-def total_listed(proxy: Proxy, url: str) -> int:
-    with proxy.http(url) as http:
-        http.timeout = httpx.Timeout(600)
-        data = http.get("/v2/model/info", params={"page": 1, "size": 1}).json()
-    count: int = data["total_count"]
-    return count
 
 
 def scratch_repo(routes: int) -> Path:
@@ -367,8 +261,8 @@ def measure(
     repo = scratch_repo(routes)
     fleet_file = repo / "fleet.yaml"
     began = time.perf_counter()
-    seeded = seed(proxy, db, fleet_file)
-    reload_pods(proxy, db)
+    seeded = seed(proxy, db, fleet_file, FLEET)
+    reload_pods(proxy, db, FLEET)
     listed = [total_listed(proxy, url) for url in proxy.urls]
     print(
         f"  seeded {seeded} routes in {time.perf_counter() - began:.0f} s; pods list {listed}",
@@ -449,7 +343,7 @@ def main() -> None:
     parser.add_argument("--routes", default="1000,5000")
     parser.add_argument("--pods", default="1,2")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--sizes", default="200,500,1000,all")
+    parser.add_argument("--sizes", default="200,500,1000,1700,all")
     parser.add_argument("--warmup", type=int, choices=(0, 1), default=1, help="a round not kept")
     parser.add_argument(
         "--tree",
