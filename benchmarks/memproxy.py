@@ -32,6 +32,8 @@ from typing import Any
 
 import httpx
 
+from sync.live.client import PAGE_SIZE, SMALL_PAGE_SIZE
+
 Entry = dict[str, Any]
 
 
@@ -39,7 +41,7 @@ class MemoryProxy:
     def __init__(
         self,
         entries: Sequence[Entry],
-        page_sizes: Sequence[int] = (200,),
+        page_sizes: Sequence[int] = (SMALL_PAGE_SIZE, PAGE_SIZE),
         stored: Sequence[Entry] = (),
     ):
         self.writes = 0
@@ -50,7 +52,7 @@ class MemoryProxy:
     def show(
         self,
         entries: Sequence[Entry],
-        page_sizes: Sequence[int] = (200,),
+        page_sizes: Sequence[int] = (SMALL_PAGE_SIZE, PAGE_SIZE),
         stored: Sequence[Entry] = (),
     ) -> None:
         """List these entries from now on (and hold `stored` in the database only), the whole

@@ -25,8 +25,15 @@ from sync.secrets.display import printable
 from sync.untrusted.bounded_http import Answer, AnswerLate, AnswerTooLarge, exchange
 from sync.untrusted.json_parser import MAX_JSON_BYTES, parse_json
 
-PAGE_SIZE = 200
-# One page of 200 routes is ~1.7 MB (LiteLLM lists ~8.5 KB per route, mostly null cost fields):
+# Every GET /v2/model/info without modelId makes LiteLLM deep-copy and enrich its whole route
+# list before it cuts the page (model_info_v2, 1.98.1-1.110.2): reading N routes costs the proxy
+# pages x N, so pages are as large as the body cap allows (benchmarks/real_proxy.py, 5,000
+# routes on LiteLLM 1.108.7: 5 pages of 1,000 cost it 1.45x the CPU of one page of all, 3 pages
+# 1.25x). LiteLLM lists ~8.5 KB per route (mostly null cost fields): 1,700 of them fill 90 % of
+# MAX_BODY_BYTES. A page over it (larger routes: fleet.yaml renders up to 32 KiB) is read again
+# in pages half as large, down to SMALL_PAGE_SIZE.
+PAGE_SIZE = 1700
+SMALL_PAGE_SIZE = 200
 # 16 MiB leaves room for large model_info while a hostile or broken proxy cannot exhaust memory.
 MAX_BODY_BYTES = MAX_JSON_BYTES
 MAX_GROUP_PAGES = 500  # a model group of 100,000 routes; past that the answer is not believed
@@ -41,6 +48,10 @@ class Retry:
     def delay(self, attempt: int) -> float:
         delay: float = min(self.max_delay, self.base_delay * 2**attempt)
         return delay * (0.5 + random.random() / 2)  # jitter: parallel writers do not retry in step
+
+
+class TooLarge(ProxyError):
+    """An answer over MAX_BODY_BYTES (a listing page is then read again in smaller pages)."""
 
 
 class LiteLLMClient:
@@ -65,6 +76,7 @@ class LiteLLMClient:
         self.spread_writes = spread_writes
         self.timeout = timeout
         self.key_name = key_name  # where the key came from, for messages that say to fix it
+        self.page_size = PAGE_SIZE  # halved while a page is too large
         # Sent on writes only: LiteLLM's audit trail names who changed a route.
         self._write_headers = {CHANGED_BY_HEADER: changed_by_header or changed_by({})}
         self._http = httpx.Client(
@@ -120,7 +132,7 @@ class LiteLLMClient:
             except httpx.DecodingError:
                 raise ProxyError(unsure, f"{where}: the answer cannot be decoded") from None
             except AnswerTooLarge:
-                raise ProxyError(
+                raise TooLarge(
                     unsure, f"{where}: the answer is larger than {MAX_BODY_BYTES // 2**20} MiB"
                 ) from None
             except (AnswerLate, httpx.TimeoutException, httpx.TransportError) as exc:
@@ -244,7 +256,15 @@ class LiteLLMClient:
         base = url or self.write_url
         problem = ""
         for _ in range(consistent_reads):
-            routes, problem = self._list_once(base)
+            while True:
+                try:
+                    routes, problem = self._list_once(base, self.page_size)
+                    break
+                except TooLarge:
+                    if self.page_size == SMALL_PAGE_SIZE:
+                        raise
+                    # Large routes: smaller pages from now on.
+                    self.page_size = max(SMALL_PAGE_SIZE, self.page_size // 2)
             if not problem:
                 return routes
         raise ProxyError(
@@ -270,7 +290,8 @@ class LiteLLMClient:
         deadline = time.monotonic() + settle_timeout
         view = project or _fingerprint
         while True:
-            listings = [self.list_routes(url) for url in self.urls]
+            with ThreadPoolExecutor(max_workers=len(self.urls)) as pool:  # each pod works alone
+                listings = list(pool.map(self.list_routes, self.urls))
             prints = [view(routes) for routes in listings]
             if all(p == prints[0] for p in prints):
                 return listings[0]
@@ -285,7 +306,7 @@ class LiteLLMClient:
                 )
             time.sleep(poll)
 
-    def _list_once(self, base: str) -> tuple[list[Route], str]:
+    def _list_once(self, base: str, size: int) -> tuple[list[Route], str]:
         """All pages once: the routes, or "" replaced by why the pages disagree (read again).
         An answer of the wrong shape is a ProxyError at once: nothing is planned from it."""
         routes: list[Route] = []
@@ -296,10 +317,10 @@ class LiteLLMClient:
                 "GET",
                 f"{base}/v2/model/info",
                 write=False,
-                params={"page": page, "size": PAGE_SIZE},
+                params={"page": page, "size": size},
             )
             try:
-                items, count, page_count = listing_page(data, page, PAGE_SIZE)
+                items, count, page_count = listing_page(data, page, size)
             except ValueError as exc:
                 raise ProxyError(
                     ErrorKind.BAD_RESPONSE, f"{exc}; refusing to plan from this answer"
@@ -342,39 +363,30 @@ class LiteLLMClient:
                 return route
         return None
 
-    def list_stored(self, model_names: Sequence[str], url: str | None = None) -> list[Route]:
-        """Every route of these model groups LiteLLM stored, listed by its router or not.
+    def group_rows(self, base: str, model_name: str) -> list[Route]:
+        """Every route of a model group LiteLLM stored, listed by its router or not:
         `?model=G&search=G` answers the router's routes of G plus the database rows of G the
-        router does not hold; that search is LiteLLM's only read of such rows."""
-        base = url or self.write_url
-        names = sorted(set(model_names))
-        with ThreadPoolExecutor(max_workers=4) as pool:  # one small read per model group
-            groups = pool.map(lambda n: self._group_rows(base, {"model": n, "search": n}), names)
-            rows: dict[str, Route] = {}
-            for name, routes in zip(names, groups, strict=True):
-                for route in routes:
-                    if route.model_name == name:  # search matches parts of names too
-                        rows.setdefault(route.id, route)
-        return list(rows.values())
+        router does not hold (each such read copies the whole route list: sync/live/stored.py
+        reads these rows for many groups at once)."""
+        rows = self._group_rows(base, {"model": model_name, "search": model_name})
+        return [r for r in rows if r.model_name == model_name]  # search matches parts of names
+
+    def entries(self, base: str, params: Mapping[str, str | int]) -> list[Any]:
+        """The `data` list of one GET /v2/model/info answer (entries unchecked: parse_route)."""
+        data = self._send("GET", f"{base}/v2/model/info", write=False, params=params)
+        entries = data.get("data") if isinstance(data, dict) else None
+        if not isinstance(entries, list):
+            raise ProxyError(ErrorKind.BAD_RESPONSE, f"{_origin(base)}: an answer has no data list")
+        return entries
 
     def _group_rows(self, base: str, params: Mapping[str, str]) -> list[Route]:
         """All pages of a filtered listing. With `search`, LiteLLM's total_count counts only
         what it fetched for the page asked, so pages are read until one comes back short."""
         routes: list[Route] = []
         for page in range(1, MAX_GROUP_PAGES + 1):
-            data = self._send(
-                "GET",
-                f"{base}/v2/model/info",
-                write=False,
-                params={**params, "page": page, "size": PAGE_SIZE},
-            )
-            entries = data.get("data") if isinstance(data, dict) else None
-            if not isinstance(entries, list):
-                raise ProxyError(
-                    ErrorKind.BAD_RESPONSE, f"{_origin(base)}: page {page} has no data list"
-                )
+            entries = self.entries(base, {**params, "page": page, "size": SMALL_PAGE_SIZE})
             routes += [r for r in (parse_route(e) for e in entries) if r is not None]
-            if len(entries) < PAGE_SIZE:
+            if len(entries) < SMALL_PAGE_SIZE:
                 return routes
         raise ProxyError(
             ErrorKind.BAD_RESPONSE,

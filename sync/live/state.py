@@ -102,13 +102,14 @@ def read_live(
     the fleet may have written rows in: those fleet.yaml declares, those with listed routes of
     the fleet, and those `past` names, of which only rows tagged with this fleet are read: a
     row of ours no plan can see would stay forever."""
+    from sync.live.stored import read_unlisted
+
     listed = read_agreed(client, fleet, take_over, settle_timeout)
     groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
-    ids = {r.id for r in listed}
     unlisted = [
         r
-        for r in client.list_stored(sorted(groups | past.groups))
-        if r.id not in ids and (r.model_name in groups or r.fleet == fleet.name)
+        for r in read_unlisted(client, groups | past.groups, listed)
+        if r.model_name in groups or r.fleet == fleet.name
     ]
     release = read_release(client, tell)
     notes = [n for n in (past.note, check_providers(client, fleet, listed)) if n]
