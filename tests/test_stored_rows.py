@@ -18,6 +18,7 @@ from sync.live.client import LiteLLMClient
 from sync.live.stored import USABLE, cover, read_unlisted
 
 from .support.proxyharness import Proxy
+from .test_value_limits_live import sql
 
 
 def test_names_sharing_a_character_are_one_search_of_their_longest_common_text() -> None:
@@ -78,20 +79,20 @@ def groups(proxy: Proxy, fleet_name: str) -> Iterator[tuple[list[str], set[str]]
 
 
 @pytest.mark.litellm_matrix  # what search matches differs by release
-@pytest.mark.parametrize(("page_size", "pages"), [(4, [2, 3]), (6, [2]), (100, [1])])
+@pytest.mark.parametrize(("window", "reads"), [(2, 2), (100, 1)])
 def test_one_search_finds_what_a_read_per_group_finds(
     proxy: Proxy,
     groups: tuple[list[str], set[str]],
-    page_size: int,
-    pages: list[int],
+    window: int,
+    reads: int,
     fleet_name: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Pages of 4: the search starts on page 2, past 4 of the 6 listed matches (pages 2 and 3
-    hold the 3 rows); of 6: 6 matches fill page 1, so pages of 5 (a page ending on the last
-    match would need the next one to tell what follows); of 100: one request for all."""
+    """A window of 2 rows past the 6 listed matches: the 3 stored rows fill more than half of
+    it, so the search is made again with a larger window (one page, never the next page); a
+    window of 100: one request for all."""
     names, unlisted = groups
-    monkeypatch.setattr(stored, "SEARCH_PAGE_SIZE", page_size)
+    monkeypatch.setattr(stored, "SEARCH_WINDOW", window)
     with LiteLLMClient([proxy.url], proxy.api_key) as client:
         listed = client.list_routes()
         per_group = {r.id for n in names for r in client.group_rows(proxy.url, n)}
@@ -106,9 +107,40 @@ def test_one_search_finds_what_a_read_per_group_finds(
         found = read_unlisted(client, names, listed)
     assert {r.id for r in found} == per_group - {r.id for r in listed} == unlisted
     assert all(r.model_name in names for r in found)
-    assert [p["page"] for p in asked] == pages
-    assert {p["size"] for p in asked} == {5 if page_size == 6 else page_size}
+    assert len(asked) == reads
     assert {p["search"] for p in asked} == {f"{fleet_name}-"}  # the longest text they share
+
+
+def test_a_row_litellm_cannot_read_does_not_end_the_search_early(
+    proxy: Proxy,
+    groups: tuple[list[str], set[str]],
+    fleet_name: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Another's row whose litellm_params is no mapping, its name holding the searched text,
+    stored before the fleet's unlisted rows: LiteLLM fetches it for the page and drops it, so
+    the page comes back short although stored rows of the fleet follow (attack R2-2: the search
+    ended there). A short page is the end only when its rows used less than half of what
+    LiteLLM fetched for it; else it is read again, one larger page."""
+    names, unlisted = groups
+    monkeypatch.setattr(stored, "SEARCH_WINDOW", 2)  # 2 rows fetched: the broken one, then ours
+    broken = f"{fleet_name}-broken"
+    table = '"LiteLLM_ProxyModelTable"'
+    with sql(proxy) as run:
+        run(
+            f"insert into {table} (model_id, model_name, litellm_params, model_info, "
+            f"created_by, updated_by) values ('{broken}', '{names[0]}-x', "
+            "'\"not-a-mapping\"', '{}', 'test', 'test')"
+        )
+        # An update writes a row anew, after the broken one: PostgreSQL then reads it later.
+        run(f"update {table} set updated_by = updated_by where model_id like '%-unlisted-%' "
+            f"and model_name like '{fleet_name}-%'")  # fmt: skip
+        try:
+            with LiteLLMClient([proxy.url], proxy.api_key) as client:
+                found = read_unlisted(client, names, client.list_routes())
+        finally:
+            run(f"delete from {table} where model_id = '{broken}'")
+    assert {r.id for r in found} == unlisted
 
 
 @pytest.mark.litellm_matrix
@@ -118,7 +150,7 @@ def test_a_router_matching_fewer_than_its_listing_showed_is_searched_from_the_st
     """The listing read says more routes match than the router then does (a reload dropped
     some in between): the search must not skip the stored rows."""
     names, unlisted = groups
-    monkeypatch.setattr(stored, "SEARCH_PAGE_SIZE", 2)
+    monkeypatch.setattr(stored, "SEARCH_WINDOW", 2)
     with LiteLLMClient([proxy.url], proxy.api_key) as client:
         listed = client.list_routes()
         mine = [r for r in listed if r.model_name in names]

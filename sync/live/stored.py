@@ -26,16 +26,19 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from sync.live.answers import parse_route
-from sync.live.errors import ErrorKind, ProxyError
 
 if TYPE_CHECKING:
     from sync.core.render import Route
     from sync.live.client import LiteLLMClient
 
-# Each page of a search costs LiteLLM the same full copy; the first may repeat up to this many
-# listed routes.
-SEARCH_PAGE_SIZE = 100
-MAX_SEARCH_PAGES = 1000  # 100,000 rows; past that the answer is not believed
+# The database rows one search read may return past the router's matches (LiteLLM fetches
+# `page x size - router matches` rows for the page, unordered, and drops a row it cannot decrypt
+# without a trace, so only what one page holds is believed: a later page would start past
+# dropped rows and skip as many others). A window used at most by half is the end; otherwise the
+# read is made again with a window four times larger, up to MAX_SEARCH_SIZE per answer (the
+# 16 MiB cap), past which the groups are read one by one.
+SEARCH_WINDOW = 100
+MAX_SEARCH_SIZE = 1500
 USABLE = frozenset(string.ascii_letters + string.digits + string.punctuation) - set("%_\\")
 
 
@@ -51,7 +54,11 @@ def read_unlisted(
     wanted = set(names)
     rows: dict[str, Route] = {}
     for text in texts:
-        for route in _search(client, base, text, listed):
+        found = _search(client, base, text, listed)
+        if found is None:  # too many rows for one answer: the groups it covers, one by one
+            alone += [n for n in names if text in n and n not in alone]
+            continue
+        for route in found:
             if route.id not in listed_ids and route.model_name in wanted:
                 rows.setdefault(route.id, route)
     for name in alone:
@@ -103,30 +110,41 @@ def _longest_common(names: Sequence[str]) -> str:
     return best
 
 
-def _search(client: LiteLLMClient, base: str, text: str, listed: Sequence[Route]) -> list[Route]:
-    """The routes and rows `?search=text` answers, from the page holding the last router match
-    the listing shows (the matches before it are skipped)."""
+def _search(
+    client: LiteLLMClient, base: str, text: str, listed: Sequence[Route]
+) -> list[Route] | None:
+    """The routes and rows `?search=text` answers, in one page that starts at or before the
+    first database row (after the router matches the listing shows) and leaves a window of
+    rows after them; None when the rows do not fit one answer."""
     folded = text.lower()
-    matches = sum(1 for r in listed if folded in r.model_name.lower())
-    # The page holding the last match the listing shows (it starts on a listed route), of a
-    # size that leaves room after it: one request when no row is unlisted.
-    size = next((n for n in range(SEARCH_PAGE_SIZE, 1, -1) if matches % n), SEARCH_PAGE_SIZE)
-    first = (matches - 1) // size + 1 if matches else 1
     listed_ids = {r.id for r in listed}
+    matches = sum(1 for r in listed if folded in r.model_name.lower())
+    window = SEARCH_WINDOW
     while True:
-        routes: list[Route] = []
-        for page in range(first, first + MAX_SEARCH_PAGES):
-            params: dict[str, str | int] = {"search": text, "page": page, "size": size}
-            entries = client.entries(base, params)
-            head = parse_route(entries[0]) if entries else None
-            if page == first > 1 and (head is None or head.id not in listed_ids):
-                break  # the router matches fewer than its listing showed: skip nothing
-            routes += [r for r in map(parse_route, entries) if r is not None]
-            if len(entries) < size:
-                return routes
-        else:
-            raise ProxyError(
-                ErrorKind.BAD_RESPONSE,
-                f"a search of the stored routes did not end after {MAX_SEARCH_PAGES} pages",
-            )
-        first, size = 1, SEARCH_PAGE_SIZE
+        page, size = page_for(matches, window)
+        if size > MAX_SEARCH_SIZE:
+            return None
+        entries = client.entries(base, {"search": text, "page": page, "size": size})
+        routes = [r for r in map(parse_route, entries) if r is not None]
+        if page > 1 and (not routes or routes[0].id not in listed_ids):
+            matches = 0  # the router matches fewer than its listing showed: skip nothing
+            continue
+        # Of this page, the router's matches come first; what follows is the database's.
+        router = sum(1 for e in routes if e.id in listed_ids)
+        fetched = size - router  # the rows LiteLLM fetched from the database for this page
+        stored = len(entries) - router
+        if len(entries) < size and 2 * stored < fetched:
+            return routes
+        window = 4 * max(window, stored)
+
+
+def page_for(matches: int, window: int) -> tuple[int, int]:
+    """(page, size) of a page that holds the last of `matches` router routes (a later page
+    starts on one: the check that the router still matches as many) and ends at least `window`
+    rows after it: its database rows all in one page."""
+    if not matches:
+        return 1, 2 * window
+    for size in range(2 * window, 4 * window):
+        if 1 <= matches % size <= size - window:
+            return matches // size + 1, size
+    return 1, matches + window
