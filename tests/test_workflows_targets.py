@@ -167,9 +167,6 @@ def test_plan_and_drift_run_per_target() -> None:
 
 
 def test_the_example_fleet_validates() -> None:
-    pytest.importorskip(
-        "sync.fleet.targets", reason="needs the fleet part of issue 17 (`targets:`, branch t-fleet)"
-    )
     done = subprocess.run(
         [sys.executable, "-m", "sync", "validate", "-f", str(TWO / "fleet.yaml")],
         capture_output=True,
