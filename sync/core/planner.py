@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
+from sync.core.addressing import unaddressable
 from sync.core.carry import carrying, leftovers, unseen
 from sync.core.changes import Change, Conflict, Create, Delete, Ignored, Update
 from sync.core.compare import diff, removed_keys
@@ -88,7 +89,7 @@ def _claim(
     ignored: list[Ignored] = []
     reasons: dict[str, str] = {}
     for route in everything:
-        decision = claim(route, fleet, claims, take_over)
+        decision = unaddressable(route) or claim(route, fleet, claims, take_over)
         if decision.owned:
             owned[route.id] = route
             if decision.adopted:
