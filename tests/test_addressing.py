@@ -101,6 +101,13 @@ def test_every_id_fleet_sync_derives_is_in_the_class(
     assert addressable(rid) and addressable(generation_id(rid, n))
 
 
+def test_the_longest_names_fleet_yaml_takes_derive_an_id_in_the_class() -> None:
+    """The schema bounds a fleet name to 63 characters, a model name to 128, a host name to 63
+    (sync/fleet/fleet.schema.json); a generation is at most 6 digits (render._GENERATION)."""
+    rid = route_id("f" * 63, "m/" * 64, "h" * 63)
+    assert addressable(generation_id(rid, 999_999))
+
+
 def test_a_body_may_select_only_the_id_its_path_addresses() -> None:
     ok = {"model_info": {"id": "r-1"}, "litellm_params": {}}
     assert request_refusal("PATCH", "/model/{}/update", ["r-1"], ok) == ""
