@@ -232,3 +232,24 @@ def test_a_request_to_another_base_than_the_proxys_is_refused(
     with pytest.raises(ProxyError, match="not one of the proxy's URLs"):
         client.entries("http://127.0.0.1:9/model/victim-route-1", {"page": 1})
     assert recorder.sent == []
+
+
+def test_import_leaves_out_a_route_it_could_never_write_and_says_why() -> None:
+    """`import` writes what plan adopts: a host for an unsafe id would be a route plan ignores
+    and a create beside it at the same address (without the key LiteLLM never lists)."""
+    from sync.edit.importer import import_fleet
+
+    def portal(rid: str, address: str) -> Route:
+        params = {"model": "hosted_vllm/org/m", "api_base": address}
+        return Route(rid, "m", params, {"id": rid, "db_model": True})
+
+    imported = import_fleet(
+        [
+            portal("portal-1", "http://10.0.0.1:8000/v1"),
+            portal("x/../victim", "http://10.0.0.2:8000/v1"),
+        ],
+        "f1",
+    )
+    assert "10.0.0.1" in imported.text and "10.0.0.2" not in imported.text
+    (left,) = imported.left_out
+    assert left.startswith("m: id 'x/../victim' cannot be addressed exactly")

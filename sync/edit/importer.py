@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from sync.core.addressing import never_written
 from sync.core.render import UNSAFE_NAME_CHARACTERS, Route, canonical_json
 from sync.edit.import_rules import info_verdict, param_verdict, shown_key, shows_address
 from sync.edit.import_yaml import COMMENT_WIDTH, fleet_text, wrap
@@ -325,6 +326,9 @@ def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) 
             continue
         if route.fleet not in (None, fleet):
             others[route.fleet or ""] = others.get(route.fleet or "", 0) + 1
+            continue
+        if unwritable := never_written(route.id):  # plan would ignore it: no host of fleet.yaml
+            left_out.append(f"{route.model_name}: {unwritable}")
             continue
         host = _host(route, fleet)
         if isinstance(host, _No):
