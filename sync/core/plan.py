@@ -29,7 +29,8 @@ class Plan:
     owned_live: int  # routes the fleet owned on the proxy before the plan
     desired_count: int  # routes fleet.yaml renders
     declared_models: frozenset[str]
-    live_groups: tuple[tuple[str, int], ...]  # (model_name, routes the router lists), all routes
+    # (model_name, routes the router lists serving it): every route but a team's (its team only)
+    live_groups: tuple[tuple[str, int], ...]
     # Set by healthgate.gate when hosts were probed: changes holds only what apply may write.
     withheld: tuple[Withheld, ...] = ()
     health: tuple[HostHealth, ...] | None = None  # None: not probed

@@ -17,6 +17,7 @@ from sync.core.plan import Plan
 from sync.core.render import Route, generation, with_generation, with_id
 from sync.fleet.model import Fleet
 from sync.litellm.releases import LiteLLMRelease
+from sync.litellm.teams import team_scope
 
 
 def make_plan(
@@ -154,7 +155,8 @@ def _assemble(
 
     groups: dict[str, int] = {}
     for route in live:  # what serves: rows the router does not list count for nothing
-        groups[route.model_name] = groups.get(route.model_name, 0) + 1
+        if team_scope(route.model_name, route.model_info) is None:  # a team's serves its team only
+            groups[route.model_name] = groups.get(route.model_name, 0) + 1
     changes = (
         sorted(work.creates, key=order)
         + sorted(work.updates, key=order)

@@ -32,7 +32,9 @@ from sync.fleet.text import surrogate
 from sync.litellm.convergence import PRICING
 from sync.litellm.owned import PARAM_DEFAULTS, bookkeeping, model_information, model_known
 from sync.litellm.redirects import REDIRECTS, redirecting
+from sync.litellm.teams import team_reason, team_scope
 from sync.secrets.credentials import has_userinfo, looks_like_credential, may_quote
+from sync.secrets.display import printable
 
 RESERVED = {"model", "api_base", "api_key"}
 # fleet-sync's own tags (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may
@@ -312,6 +314,11 @@ def _kept(hosts: Sequence[_Host]) -> tuple[Kept, ...]:
     return tuple(out)
 
 
+def _named(route: Route) -> str:
+    """A route as a message names it: the proxy's strings, printable and bounded."""
+    return f"{printable(route.model_name[:128])} ({printable(route.id[:128])})"
+
+
 def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) -> Imported:
     """The fleet.yaml for these live routes (only the model groups named in `only`, if any)."""
     left_out: list[str] = []
@@ -323,6 +330,9 @@ def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) 
             continue
         if not route.db_model:
             left_out.append(f"{route.model_name} ({route.id}): config-file route (db_model false)")
+            continue
+        if (team := team_scope(route.model_name, route.model_info)) is not None:
+            left_out.append(f"{_named(route)}: {team_reason(team)}; not imported")
             continue
         if route.fleet not in (None, fleet):
             others[route.fleet or ""] = others.get(route.fleet or "", 0) + 1

@@ -15,6 +15,7 @@ import httpx
 
 from sync.core.addressing import id_refusal, request_refusal
 from sync.core.render import Route, canonical_json
+from sync.litellm.teams import enterprise_only
 from sync.live.access import CHANGED_BY_HEADER, READ_ONLY, changed_by
 from sync.live.answers import listing_page, parse_route
 from sync.live.errors import ErrorKind as ErrorKind
@@ -166,7 +167,13 @@ class LiteLLMClient:
             text = answer.text
             kind = classify(answer.status, text, write)
             message = f"{where} answered {answer.status}: "
-            if kind is ErrorKind.AUTH and write and answer.status == 403:
+            if answer.status == 403 and enterprise_only(error_message(text)):
+                message = (
+                    f"{where} answered 403: the proxy has no LiteLLM Enterprise licence, which "
+                    "LiteLLM requires for this write (a team model's above all); not a matter "
+                    "of the key: "
+                )
+            elif kind is ErrorKind.AUTH and write and answer.status == 403:
                 message = (
                     f"{READ_ONLY}: the proxy at {_origin(url)} answered 403 to {where}; "
                     f"apply needs a proxy_admin key in {self.key_name}: "
