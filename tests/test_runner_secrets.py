@@ -3,9 +3,10 @@
 A host's key reference is resolved in the run's environment, which also holds GitHub's variables
 (the job's token), fleet-sync's own (the proxy's address and admin key) and each target's
 variables. One rule (sync/fleet/runner.py held_by_run) names those; validate refuses a host's,
-model's, defaults' or overlay's reference naming one (tests/cases/invalid/99-host-key-runner-variables.yaml), and the
-probe never resolves one — proven here on fleets that never passed validate, against upstreams
-on 127.0.0.1 that record every Authorization header they get."""
+model's, defaults' or overlay's reference naming one
+(tests/cases/invalid/99-host-key-runner-variables.yaml), and the probe never resolves one:
+proven here on fleets that never passed validate, against upstreams on 127.0.0.1 that record
+every Authorization header they get."""
 
 from __future__ import annotations
 
