@@ -23,6 +23,9 @@ class KeyTrust:
     entries: frozenset[Entry] | None
     where: str = ""  # the trusted ref as a plan names it, e.g. "fleet.yaml at HEAD (0123abcd)"
     problem: str = ""  # why no address is trusted at all
+    # The variables the trusted ref's targets name: the run may read them (a pull request's run
+    # reads each target with the base's), so no host's key reference may name one.
+    held: frozenset[str] = frozenset()
 
     def refusal(self, model_name: str, host: str, api_base: str, key_ref: str | None) -> str:
         """Why this host's key must not go to `api_base` ("" when it may)."""
@@ -58,8 +61,8 @@ def trust_of(fleet: Fleet, where: str) -> KeyTrust:
     if fleet.targets:
         views = [for_target(fleet, t.name) for t in fleet.targets]
         entries = frozenset().union(*(_entries(view) for view in views))
-        return KeyTrust(entries, where)
-    return KeyTrust(_entries(fleet), where)
+        return KeyTrust(entries, where, held=fleet.target_variables)
+    return KeyTrust(_entries(fleet), where, held=fleet.target_variables)
 
 
 def _entries(fleet: Fleet) -> frozenset[Entry]:
