@@ -392,11 +392,31 @@ def test_two_targets_resolving_to_one_proxy_stop_before_any_request(
         done = pair.run(*command)
         assert done.code == 1, done.out + done.err
         assert (
-            "error: targets staging and prod: their proxy URLs resolve to one proxy (a pod URL "
-            "in common); each would prune the other's routes: nothing was sent to any target"
+            "one proxy given as two targets; each would prune the other's routes: nothing was "
+            "sent to any target"
         ) in done.err
+        assert "error: targets staging and prod (" in done.err
         assert "=== target" not in done.out
     assert not pair.staging_fp.log and not pair.prod_fp.log
+    # The spellings of one pod only a resolver or an address's forms tell: localhost for
+    # 127.0.0.1, the IPv4-mapped IPv6 address, a trailing dot, the default port spelt out.
+    port = pair.staging_fp.port
+    before = pair.staging.routes()
+    for spelling in (
+        f"http://localhost:{port}",
+        f"http://LocalHost.:{port}/",
+        f"http://[::ffff:127.0.0.1]:{port}",
+        f"https://127.0.0.1:{port}",
+    ):
+        pair.extra = {"T_PROD_URL": spelling}
+        done = pair.run("apply")
+        assert done.code == 1, spelling + done.out + done.err
+        assert (
+            f"error: targets staging and prod ({pair.staging_fp.url} and {spelling} both reach "
+            f"127.0.0.1:{port}): one proxy given as two targets"
+        ) in done.err, done.err
+    assert not pair.staging_fp.log and not pair.prod_fp.log
+    assert pair.staging.routes() == before  # no request reached the proxy: its routes unchanged
     pair.extra["T_PROD_KEY"] = pair.staging.api_key
     alone = pair.run("plan", "--target", "prod")  # one selected target: nothing to compare
     assert alone.code == 0, alone.out + alone.err
