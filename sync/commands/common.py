@@ -262,6 +262,17 @@ def current_plan(
     return live.plan(fleet, take_over)
 
 
+def bound(
+    plan: Plan, fleet: Fleet, urls: tuple[str, ...], target: str | None = None,
+    after: tuple[str, ...] = (),
+) -> Plan:  # fmt: skip
+    """The plan bound to what it was made for (sync/core/plan.py Binding: in its hash): the
+    target, the pod URLs read, the rails apply obeys."""
+    from sync.core.plan import Binding
+
+    return replace(plan, binding=Binding.of(target, urls, fleet.max_prune_percent, after))
+
+
 def colour() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
