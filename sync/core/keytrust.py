@@ -150,17 +150,3 @@ class TrustedRef:
 
 
 FLEET_ITSELF_REF = TrustedRef()
-
-
-def shared_proxies(urls: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
-    """Pairs of targets (in the order given) whose resolved pod URLs share one, compared as
-    validate compares written ones (scheme and host case, default port, trailing slash)."""
-    first: dict[str, str] = {}  # normal URL -> the first target at it
-    pairs: list[tuple[str, str]] = []
-    for name, pods in urls.items():
-        for url in pods:
-            normal = address_key(url)
-            other = first.setdefault(normal, name)
-            if other != name and (other, name) not in pairs:
-                pairs.append((other, name))
-    return pairs

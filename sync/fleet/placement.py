@@ -19,10 +19,11 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from sync.fleet.addresses import address_problem, normalise_address
+from sync.fleet.addresses import address_problem
 from sync.fleet.plaintext import authority, quote, where
 from sync.fleet.problems import Problem
 from sync.fleet.promotion import cycles, promotion_order
+from sync.fleet.proxyaddress import place_key
 from sync.fleet.runner import GITHUB_SAYS, github_variable, reference_name
 from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.yamlmarks import JsonPath
@@ -324,7 +325,7 @@ def _proxy_url_problems(
         if why:
             yield problem(at, f"{where(at)}: {why}")
         elif not value.startswith(REFERENCE_PREFIX):
-            valid.append((at, normalise_address(value)))
+            valid.append((at, place_key(value)))
     elif isinstance(value, list):
         seen: dict[str, int] = {}
         for index, item in enumerate(value):
@@ -340,7 +341,7 @@ def _proxy_url_problems(
                 )
             elif why := _url(item):
                 yield problem(here, f"{where(here)}: {why}")
-            elif (normal := normalise_address(item)) in seen:
+            elif (normal := place_key(item)) in seen:
                 yield problem(
                     here, f"{where(here)}: same address as proxy_url[{seen[normal]}]; one pod twice"
                 )
