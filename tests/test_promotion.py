@@ -213,7 +213,9 @@ def test_a_saved_plan_over_targets_is_read_per_target(tmp_path: Path) -> None:
     ]}))  # fmt: skip
     read = read_saved_targets(saved)
     assert read.fleet == "f" and read.hashes == {"staging": "sha256:a", "prod": None}
-    check_saved_target(read, "staging", cast("Plan", SimpleNamespace(fleet="f", hash="sha256:a")))
+    check_saved_target(
+        read, "staging", cast("Plan", SimpleNamespace(fleet="f", hash="sha256:a", binding=None))
+    )
     for name, moved, says in (
         ("prod", "sha256:a", "holds no plan for target prod"),  # not planned when saved
         ("eu", "sha256:a", "holds no plan for target eu"),
