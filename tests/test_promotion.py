@@ -222,7 +222,9 @@ def test_a_saved_plan_over_targets_is_read_per_target(tmp_path: Path) -> None:
         ("staging", "sha256:b", "stale for target staging"),
     ):
         with pytest.raises(Exit) as caught:
-            check_saved_target(read, name, cast("Plan", SimpleNamespace(fleet="f", hash=moved)))
+            check_saved_target(
+                read, name, cast("Plan", SimpleNamespace(fleet="f", hash=moved, binding=None))
+            )
         assert caught.value.code == 3 and says in (caught.value.message or "")
 
 
