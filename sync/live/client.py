@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from sync.core.render import Route, canonical_json
+from sync.core.render import PAUSED, Route, canonical_json
 from sync.live.access import CHANGED_BY_HEADER, READ_ONLY, changed_by
 from sync.live.answers import listing_page, parse_route
 from sync.live.errors import ErrorKind as ErrorKind
@@ -396,9 +396,12 @@ class LiteLLMClient:
     # -- writes ------------------------------------------------------------------------------
 
     def create(self, route: Route) -> None:
-        self._send(
-            "POST", f"{self.pod_for(route.id)}/model/new", write=True, json=route.deployment()
-        )
+        """POST /model/new; a route to be paused (a drained host's replacement) is sent with
+        `blocked` (LiteLLM >= 1.108.7 stores it paused) and then paused by a PATCH (1.98.1
+        stores it unpaused and ignores the flag)."""
+        self._send("POST", f"{self.pod_for(route.id)}/model/new", write=True, json=_body(route))
+        if route.paused:
+            self.pause(route.id, True)
 
     def update(self, route: Route) -> None:
         """PATCH with the full desired litellm_params and model_info including its id (without
@@ -408,7 +411,17 @@ class LiteLLMClient:
             "PATCH",
             f"{self.pod_for(route.id)}/model/{route.id}/update",
             write=True,
-            json=route.deployment(),
+            json=_body(route),
+        )
+
+    def pause(self, route_id: str, paused: bool) -> None:
+        """PATCH that only sets LiteLLM's pause flag (`blocked`, a column of its own: the
+        route's id, values, api_key and spend stay; its router sends a paused route nothing)."""
+        self._send(
+            "PATCH",
+            f"{self.pod_for(route_id)}/model/{route_id}/update",
+            write=True,
+            json={"model_info": {"id": route_id}, PAUSED: paused},
         )
 
     def remove_keys(self, route_id: str, keys: Sequence[str]) -> Mapping[str, Any]:
@@ -427,6 +440,16 @@ class LiteLLMClient:
         self._send(
             "POST", f"{self.pod_for(route_id)}/model/delete", write=True, json={"id": route_id}
         )
+
+
+def _body(route: Route) -> dict[str, Any]:
+    """What a create or an update sends: the pause state a route carries goes as LiteLLM's
+    top-level `blocked` (its column), never inside model_info, where its router ignores it."""
+    body = route.deployment()
+    pause = body["model_info"].pop(PAUSED, None)
+    if isinstance(pause, bool):
+        body[PAUSED] = pause
+    return body
 
 
 def _fingerprint(routes: Sequence[Route]) -> object:
