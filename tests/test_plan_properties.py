@@ -234,6 +234,7 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
         base, n = generation(rid)
         rendered = with_generation(route, n) if base == route.id else with_id(route, rid)
         assert row.listed and row.model_name == route.model_name, explain(world, plan)
+        assert not row.blocked, f"{rid} serves enabled host {route.host} paused"
         unseen = blind_spots(world, route.id, rendered)
         kept = may_keep(rid, before, creates.get(rid), rendered)
         for section, want, have in (
@@ -250,6 +251,11 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
                     f"{rid} stores {section}.{key}={have.get(key, ABSENT)!r}, fleet.yaml "
                     f"says {wanted!r}\n{explain(world, plan)}"
                 )
+    # A drained host's route stays, paused (its id and what LiteLLM never lists kept).
+    drained = {(m.name, h.name) for m in world.fleet.models for h in m.hosts if not h.enabled}
+    for host in drained & serving.keys():
+        rows = [world.proxy.rows[rid] for rid in serving.pop(host)]
+        assert len(rows) == 1 and rows[0].blocked, f"{host}: {rows}\n{explain(world, plan)}"
     assert not serving, f"owned routes serving no host: {serving}\n{explain(world, plan)}"
     event("converged from changes" if plan.changes else "already in sync")
     for note in world.notes:  # which live states the generator made (--hypothesis-show-statistics)
@@ -433,7 +439,7 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
             ), explain(world, plan)
     after = copy.deepcopy(world.proxy)
     apply(after, plan)
-    serving = {r.model_name for r in after.listing()}
+    serving = {r.model_name for r in after.listing() if not r.paused}
     listed = {r.id for r in world.listed()}
     expected = []
     if prunes and not world.desired:
@@ -444,7 +450,9 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     ):
         expected.append("max_prune_percent")
     for model in sorted(world.fleet.model_names - serving):
-        if any(c.model_name == model and c.id in listed for c in prunes):
+        if any(
+            c.model_name == model and c.id in listed and not live[c.id].paused for c in prunes
+        ) or any(isinstance(c, Update) and c.pause and c.model_name == model for c in plan.changes):
             expected.append(f"model {model} would be left with no routes")
     expected += [f"id {rid} is held" for rid in sorted(conflicts_by_rule(world))]
     for change in plan.changes:  # a replacement of a route fleet-sync did not create

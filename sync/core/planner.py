@@ -125,6 +125,8 @@ def _converge_host(
     """One desired host against the routes it has: create, update, replace, or a conflict. A
     drained host (its route paused) without a route gets none: there is nothing to pause."""
     if found is None and route.paused:
+        if route.id in claimed.reasons:  # its id held by a route not the fleet's: shown aside
+            work.ignored.append(Ignored(live_by_id[route.id], claimed.reasons[route.id]))
         return
     if found is None:
         holder = live_by_id.get(route.id)

@@ -399,7 +399,9 @@ class LiteLLMClient:
         """POST /model/new; a route to be paused (a drained host's replacement) is sent with
         `blocked` (LiteLLM >= 1.108.7 stores it paused) and then paused by a PATCH (1.98.1
         stores it unpaused and ignores the flag)."""
-        self._send("POST", f"{self.pod_for(route.id)}/model/new", write=True, json=_body(route))
+        self._send(
+            "POST", f"{self.pod_for(route.id)}/model/new", write=True, json=write_body(route)
+        )
         if route.paused:
             self.pause(route.id, True)
 
@@ -411,7 +413,7 @@ class LiteLLMClient:
             "PATCH",
             f"{self.pod_for(route.id)}/model/{route.id}/update",
             write=True,
-            json=_body(route),
+            json=write_body(route),
         )
 
     def pause(self, route_id: str, paused: bool) -> None:
@@ -442,7 +444,7 @@ class LiteLLMClient:
         )
 
 
-def _body(route: Route) -> dict[str, Any]:
+def write_body(route: Route) -> dict[str, Any]:
     """What a create or an update sends: the pause state a route carries goes as LiteLLM's
     top-level `blocked` (its column), never inside model_info, where its router ignores it."""
     body = route.deployment()
