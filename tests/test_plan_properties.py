@@ -452,7 +452,15 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     for model in sorted(world.fleet.model_names - serving):
         if any(
             c.model_name == model and c.id in listed and not live[c.id].paused for c in prunes
-        ) or any(isinstance(c, Update) and c.pause and c.model_name == model for c in plan.changes):
+        ) or any(
+            c.model_name == model
+            and (
+                (isinstance(c, Update) and c.pause is True)
+                or (isinstance(c, Create) and c.replaces in listed and c.route.paused)
+            )
+            and not live[c.replaces if isinstance(c, Create) and c.replaces else c.id].paused
+            for c in plan.changes
+        ):
             expected.append(f"model {model} would be left with no routes")
     expected += [f"id {rid} is held" for rid in sorted(conflicts_by_rule(world))]
     for change in plan.changes:  # a replacement of a route fleet-sync did not create

@@ -51,12 +51,15 @@ def _groups_left_empty(plan: Plan, prunes: list[Delete]) -> list[str]:
         after[model] = after.get(model, 0) + n
 
     lost: dict[str, list[str]] = {}
+    paused_creates = {c.id for c in plan.changes if isinstance(c, Create) and c.route.paused}
     for change in plan.changes:
         if isinstance(change, Create):
             add(change.model_name, not change.route.paused)
         elif isinstance(change, Delete):
             if change.listed and not change.route.paused:
                 add(change.model_name, -1)
+                if change.replaced_by in paused_creates:  # its host serves no more
+                    lost.setdefault(change.model_name, []).append("replaced by a paused route")
         elif not change.listed:
             add(change.model_name, not change.route.paused)
         else:
@@ -71,9 +74,12 @@ def _groups_left_empty(plan: Plan, prunes: list[Delete]) -> list[str]:
     out = []
     for model in sorted(plan.declared_models):
         if model in lost and after.get(model, 0) <= 0:
-            kinds = [(lost[model].count(w), w) for w in ("pruned", "paused")]
+            kinds = [
+                (lost[model].count(w), w)
+                for w in ("pruned", "paused", "replaced by a paused route")
+            ]
             counts = ", ".join(f"{n} {w}" for n, w in kinds if n)
-            paused = "; a paused route serves nothing" if "paused" in lost[model] else ""
+            paused = "; a paused route serves nothing" if set(lost[model]) - {"pruned"} else ""
             out.append(
                 f"model {model} would be left with no routes while fleet.yaml still declares it "
                 f"({counts}){paused}; enable a host, or --force required"
