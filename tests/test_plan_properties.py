@@ -22,6 +22,7 @@ from sync.core.render import (
     Route,
     canonical_json,
     generation,
+    render_drained,
     route_id,
     with_generation,
     with_id,
@@ -30,6 +31,7 @@ from sync.core.safety import MIN_OWNED_FOR_PERCENT, refusals
 from sync.fleet.model import normalise_address
 from sync.litellm.normalise import readable
 from sync.litellm.owned import NEVER_LISTED
+from sync.live.client import write_body
 from sync.live.rollback import restore
 
 from .support.fleetgen import World, worlds
@@ -50,7 +52,7 @@ def owned_by_rule(route: Route, world: World) -> bool:
         )
         return route.fleet == fleet.name and (ours or world.take_over)
     base = generation(route.id)[0]  # a replacement's id is a later generation of the host's
-    wanted = next((r for r in world.desired if r.id == base), None)
+    wanted = next((r for r in every_host(world) if r.id == base), None)
     if wanted is not None:
         return route.model_name == wanted.model_name
     return fleet.owns == "model_groups" and route.model_name in fleet.model_names
@@ -63,7 +65,13 @@ def created_by_rule(route: Route, world: World) -> bool:
     named = (
         route_id(route.fleet, route.model_name, route.host) if route.fleet and route.host else None
     )
-    return base == named or any(d.id == base for d in world.desired)
+    return base == named or any(d.id == base for d in every_host(world))
+
+
+def every_host(world: World) -> tuple[Route, ...]:
+    """The route of every host fleet.yaml lists: the enabled ones, and the drained ones, whose
+    routes stay paused (every LiteLLM the in-memory proxy plays can pause)."""
+    return (*world.desired, *render_drained(world.fleet))
 
 
 def host_of(route: Route, world: World) -> Route | None:
@@ -72,8 +80,8 @@ def host_of(route: Route, world: World) -> Route | None:
     tags naming the host, in its model group; this fleet's tags naming a host fleet.yaml no longer
     renders in that group, on a route fleet-sync did not create, at the host's address (renamed);
     an untagged route of its model at its address (owns: model_groups). None: the route serves
-    no host fleet.yaml wants."""
-    desired = world.desired
+    no host fleet.yaml lists (a drained host's route is its own, paused)."""
+    desired = every_host(world)
     by_family = next((d for d in desired if d.id == generation(route.id)[0]), None)
     if by_family is not None:
         return by_family
@@ -363,19 +371,25 @@ def test_writing_back_an_update_restores_every_stored_value_it_changed(world: Wo
         before = copy.deepcopy(proxy.rows[change.id])
         if change.removes:
             proxy.remove_keys(change.id, [path.split(".", 1)[1] for path in change.removes])
-        proxy.patch(change.id, change.route.deployment())
+        proxy.patch(change.id, write_body(change.route))
         undo = restore(change)
         if isinstance(undo, str):
             event("an update that cannot be written back")
             continue
-        proxy.patch(change.id, undo.route.deployment())
+        proxy.patch(change.id, write_body(undo.route))
         after = proxy.rows[change.id]
         # LiteLLM lists a key of PARAM_DEFAULTS with its default whether stored or not: the
         # write-back may store the default the update's `before` listed.
-        assert (after.model_name, as_listed(after.litellm_params), after.model_info) == (
+        assert (
+            after.model_name,
+            as_listed(after.litellm_params),
+            after.model_info,
+            after.blocked,  # a pause or resume is written back too
+        ) == (
             before.model_name,
             as_listed(before.litellm_params),
             before.model_info,
+            before.blocked,
         ), explain(world, plan)
         event("an update written back")
 
