@@ -327,6 +327,8 @@ def test_require_withholds_a_resume_of_a_host_that_does_not_serve_but_never_a_pa
         ("a", False),
         ("b", True),
     ]
+    # What verify matches answers to: the routes that serve after the apply, the paused one not.
+    assert sorted(r.host or "" for r in plan.serving) == ["a", "c"]
     gated = gate(plan, [health(fleet, "m", "a", "no_answer")], require=True)
     [held] = gated.withheld
     assert held.change.host == "a" and "cannot connect" in held.reason
