@@ -281,7 +281,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
     foreign = foreign_ids(world)
     plan = world.plan()
     apply(world.proxy, plan)
-    desired = {(r.model_name, r.host): r for r in world.desired}
+    desired = {(r.model_name, r.host): r for r in every_host(world)}
     for rid, row in world.proxy.rows.items():
         old = before.rows.get(rid)
         host = desired.get((row.model_name, row.model_info.get(TAG_HOST)))
@@ -308,7 +308,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
         if host is not None:
             served.setdefault(host.id, []).append(route)
     for host_id, routes in served.items():
-        host = next(d for d in world.desired if d.id == host_id)
+        host = next(d for d in every_host(world) if d.id == host_id)
         held = {
             key: before.rows[r.id].litellm_params[key]
             for r in routes
