@@ -71,7 +71,7 @@ MUST_PASS = [
     "123e4567-e89b-12d3-a456-426614174000",
     "2024-08-06",
     "2024-08-06T12:34:56Z",
-    "os.environ/FLEET_SYNC_IMPORT_PORTAL_QWEN_ORGANIZATION",
+    "os.environ/IMPORT_PORTAL_QWEN_ORGANIZATION",
     "0123456789abcdef",
     value_digest({"a": 1}) + ' ["litellm_params","extra_headers","X-Api-Key"]',
     route_id("gpu-fleet", "qwen3.8-27b", "runpod-a"),

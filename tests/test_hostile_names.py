@@ -84,8 +84,9 @@ def fleet_of() -> Any:
 
 def hostile_plan(name: str) -> Plan:
     """A plan with `name` wherever the proxy chooses a string: a hand-added key fleet-sync's
-    record says it wrote (a removal), a pruned route's name, id and host tag, an ignored route
-    of another fleet, and a route of another model holding one of this fleet's ids."""
+    record says it wrote (a removal), a pruned route's name and host tag, an ignored route
+    of another fleet under an id of its choosing, and a route of another model holding one of
+    this fleet's ids."""
     fleet = fleet_of()
     desired = render(fleet)
     ours = next(r for r in desired if r.host == "a")
@@ -94,11 +95,14 @@ def hostile_plan(name: str) -> Plan:
     info[TAG_PATHS] = [*info[TAG_PATHS], "read " + json.dumps(["model_info", name])]
     edited = Route(ours.id, ours.model_name, dict(ours.litellm_params), info)
     params = {"model": "hosted_vllm/org/m", "api_base": "http://10.0.0.9:8000/v1"}
+    # A pruned route's id is one fleet-sync can address (an id it cannot is never written to,
+    # only listed as ignored: the route `other` below).
+    pruned_id = route_id(FLEET, "pruned", name)
     pruned = Route(
-        f"id-{name}",
+        pruned_id,
         name,
         params,
-        {"id": f"id-{name}", "fleet_sync_fleet": FLEET, "fleet_sync_host": name},
+        {"id": pruned_id, "fleet_sync_fleet": FLEET, "fleet_sync_host": name},
     )
     other = Route(f"other-{name}", name, params, {"id": f"other-{name}", "fleet_sync_fleet": name})
     holder_id = route_id(FLEET, "m", "b")

@@ -32,7 +32,7 @@ from sync.report.text import plan_text
 from .support.upstream import Upstream
 
 SECRET = "sk-upstream-key-trust-0123456789"
-KEY_VAR = "FLEET_SYNC_TEST_UPSTREAM_KEY"
+KEY_VAR = "TEST_UPSTREAM_KEY"
 ENV = {KEY_VAR: SECRET}
 OLD, NEW = "http://10.0.0.1:8000/v1", "http://10.0.0.2:8000/v1"
 

@@ -23,7 +23,7 @@ from .support.proxyharness import Proxy, Run, fleet_sync
 from .support.upstream import Upstream, hostile, silent_address
 
 SECRET = "sk-upstream-trust-live-0123456789"
-KEY_VAR = "FLEET_SYNC_TEST_UPSTREAM_KEY"
+KEY_VAR = "TEST_UPSTREAM_KEY"
 BEARER = f"Bearer {SECRET}"
 
 

@@ -31,7 +31,7 @@ from sync.core.render import route_id
 from .support.fake_github import FakeGitHub
 from .support.proxyharness import Proxy, Run, fleet_sync, write_fleet
 
-UPSTREAM_VARIABLE = "FLEET_SYNC_PLANTED_UPSTREAM_KEY"
+UPSTREAM_VARIABLE = "PLANTED_UPSTREAM_KEY"
 UPSTREAM_KEY = "planted-upstream-key-6f1c2a9e"
 GITHUB_TOKEN = "ghs_planted_token_0b7e5d4c3a21"
 HAND_PASSWORD = "hand-pass-93ac1e"

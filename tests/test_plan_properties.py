@@ -42,9 +42,10 @@ def owned_by_rule(route: Route, world: World) -> bool:
     """Ownership as DESIGN.md and issue 8 state it, written apart from sync/core/ownership.py: never
     a config-file route; a route tagged with this fleet's name from this source (or none, or
     any under --take-over); an untagged route holding one of the fleet's ids in the model group
-    that id is rendered for; an untagged route of a declared model under owns: model_groups."""
+    that id is rendered for; an untagged route of a declared model under owns: model_groups;
+    never a team's route (LiteLLM scopes it to its team)."""
     fleet = world.fleet
-    if not route.db_model:
+    if not route.db_model or "team_id" in route.model_info:  # a team's model: LiteLLM's team's
         return False
     if route.fleet is not None:
         ours = route.source is None or (
@@ -453,7 +454,10 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
             ), explain(world, plan)
     after = copy.deepcopy(world.proxy)
     apply(after, plan)
-    serving = {r.model_name for r in after.listing() if not r.paused}
+    # A team's route serves its team only (LiteLLM's router), and a paused one nobody.
+    serving = {
+        r.model_name for r in after.listing() if "team_id" not in r.model_info and not r.paused
+    }
     listed = {r.id for r in world.listed()}
     expected = []
     if prunes and not world.desired:

@@ -158,18 +158,18 @@ def test_probe_sends_the_hosts_key_from_this_environment(
             tmp_path / "fleet.yaml",
             fleet_name,
             {model: {"hosts": {"h": keyed.url}}},
-            defaults={"api_key": "os.environ/FLEET_SYNC_TEST_UPSTREAM_KEY"},
+            defaults={"api_key": "os.environ/TEST_UPSTREAM_KEY"},
         )
-        env = {**proxy.env(), "FLEET_SYNC_TEST_UPSTREAM_KEY": secret}
+        env = {**proxy.env(), "TEST_UPSTREAM_KEY": secret}
         run = fleet_sync(["plan", "-f", str(fleet), "--probe"], env)
         assert run.code == 0 and "probe: serves org/" in run.out, run.out + run.err
         assert keyed.authorizations == [f"Bearer {secret}"]
         assert secret not in run.out + run.err
 
-        env.pop("FLEET_SYNC_TEST_UPSTREAM_KEY")
+        env.pop("TEST_UPSTREAM_KEY")
         run = fleet_sync(["plan", "-f", str(fleet), "--probe"], env)
         assert "needs a key (GET /models answered 401 without a key); " in run.out
-        assert "FLEET_SYNC_TEST_UPSTREAM_KEY is not set in fleet-sync's environment" in run.out
+        assert "TEST_UPSTREAM_KEY is not set in fleet-sync's environment" in run.out
         assert keyed.authorizations == [f"Bearer {secret}", None]
     finally:
         keyed.stop()

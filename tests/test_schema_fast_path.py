@@ -13,17 +13,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import jsonschema
 import pytest
+import yaml
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from sync.fleet.model import passes_compiled_schema, schema
+from sync.fleet import schema_rules
+from sync.fleet.model import fleet_from_doc, passes_compiled_schema, schema
 from sync.fleet.problems import FleetError
-from sync.fleet.yamlmarks import read_yaml
+from sync.fleet.yamlmarks import Marks, parse_yaml, read_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 REFERENCE = jsonschema.Draft202012Validator(schema())
@@ -305,3 +309,70 @@ def test_every_edge_value_at_every_rule(place: tuple[str | int, ...], value: Any
         box = box[part]
     box[place[-1]] = value
     assert same_verdict(doc)
+
+
+def nonfinite_places(value: Any, path: tuple[Any, ...] = ()) -> set[tuple[Any, ...]]:
+    if isinstance(value, float) and not math.isfinite(value):
+        return {path}
+    if not isinstance(value, dict | list):
+        return set()
+    items = value.items() if isinstance(value, dict) else enumerate(value)
+    return {p for key, child in items for p in nonfinite_places(child, (*path, key))}
+
+
+def finite_problems(doc: Any, fast: bool) -> list[str]:
+    """The not-finite problems validate says, with the compiled schema's verdict or jsonschema
+    deciding (the fast path forced off)."""
+    with mock.patch.object(
+        schema_rules, "passes_compiled_schema", lambda data: fast and (passes_compiled_schema(data))
+    ):
+        said = [p.message for p in schema_rules.schema_problems(doc, Marks(), "fleet.yaml")]
+    return sorted(m for m in said if "is not a finite number" in m)
+
+
+@given(near_valid())
+def test_every_nonfinite_number_is_refused_on_both_paths(doc: dict[str, Any]) -> None:
+    """NaN and ±infinity pass both schema checks alike (JSON has none, so no rule of the
+    schema refuses one: NaN is neither below a minimum nor above a maximum); validate refuses
+    each once, at its place, whichever path judged the rest."""
+    places = nonfinite_places(doc)
+    event("not finite" if places else "finite")
+    fast, slow = finite_problems(doc, True), finite_problems(doc, False)
+    assert fast == slow and len(fast) == len(places)
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf], ids=repr)
+@pytest.mark.parametrize(
+    "place",
+    [
+        ("version",),
+        ("safety", "max_prune_percent"),
+        ("models", "m", "hosts", 0, "enabled"),
+        ("models", "m", "litellm_params", "rpm"),
+        ("models", "m", "model_info", "deep", 0),
+        ("defaults", "targets", "staging", "model_info", "x"),
+        ("targets", "staging", "after", 0),
+    ],
+    ids=lambda place: "-".join(map(str, place)),
+)
+def test_a_nonfinite_number_anywhere_is_one_located_problem(
+    place: tuple[str | int, ...], value: float
+) -> None:
+    doc: dict[str, Any] = {
+        "version": 1,
+        "fleet": "f",
+        "models": {"m": {"served_model": "x", "hosts": [{"name": "h", "api_base": "http://h"}]}},
+        "targets": {"staging": {"proxy_url": "http://p"}},
+        "defaults": {"targets": {"staging": {}}},
+    }
+    box: Any = doc
+    for part, after in pairwise(place):
+        if isinstance(box, dict) and part not in box:
+            box[part] = [None] if isinstance(after, int) else {}
+        box = box[part]
+    box[place[-1]] = value
+    text = yaml.safe_dump(doc)
+    with pytest.raises(FleetError) as refused:
+        fleet_from_doc(parse_yaml(text, "fleet.yaml"), "fleet.yaml")
+    [problem] = refused.value.problems
+    assert "is not a finite number" in problem.message and problem.line > 1

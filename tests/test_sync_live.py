@@ -361,3 +361,52 @@ def test_apply_json_is_json_even_without_changes(
     assert [(o["action"], o["status"]) for o in body["outcomes"]] == [("create", "done")]
     again = fleet_sync(["apply", "-f", str(fleet), "--format", "json"], proxy.env())
     assert json.loads(again.out)["outcomes"] == []
+
+
+def test_a_malformed_record_of_paths_is_repaired(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """Issue 23 (Deliver 8): a fleet route whose fleet_sync_paths does not read is rewritten by
+    the next apply; what the record still tells (a readable entry) lets a key fleet.yaml dropped
+    leave; the plan after that apply is empty."""
+    model = f"{fleet_name}-m"
+    fleet = write_fleet(
+        tmp_path / "fleet.yaml",
+        fleet_name,
+        {model: {"model_info": {"note": "x"}, "hosts": {"a": NEW}}},
+    )
+    apply_ok(proxy, fleet)
+    rid = route_id(fleet_name, model, "a")
+
+    def break_record(record: Any) -> None:
+        current = proxy.ids(model)[0]
+        with proxy.http() as http:
+            answer = http.patch(
+                f"/model/{current}/update",
+                json={"model_info": {"id": current, "fleet_sync_paths": record}},
+            )
+        assert answer.status_code == 200, answer.text
+        route = proxy.route(current)
+        assert route is not None and route["model_info"]["fleet_sync_paths"] == record
+
+    # Not a list at all: the plan rewrites it in place, then is empty.
+    break_record("not a list")
+    plan = plan_json(proxy, fleet)
+    assert [(c["action"], c["id"]) for c in plan["changes"]] == [("update", rid)]
+    assert [d["path"] for d in plan["changes"][0]["diff"]] == ["model_info.fleet_sync_paths"]
+    assert plan["changes"][0]["diff"][0]["before"] == "(malformed: rewritten)"
+    apply_ok(proxy, fleet)
+    route = proxy.route(rid)
+    assert route is not None and isinstance(route["model_info"]["fleet_sync_paths"], list)
+
+    # One entry broken, the note's still readable; fleet.yaml drops the note: it leaves.
+    break_record(['read ["model_info"', 'read ["model_info", "note"]'])
+    write_fleet(fleet, fleet_name, {model: {"hosts": {"a": NEW}}})
+    plan = plan_json(proxy, fleet)
+    paths = {d["path"] for c in plan["changes"] for d in c["diff"]}
+    assert {"model_info.note", "model_info.fleet_sync_paths"} <= paths, plan["changes"]
+    apply_ok(proxy, fleet)
+    (serving,) = proxy.ids(model)
+    route = proxy.route(serving)
+    assert route is not None and "note" not in route["model_info"]
+    assert all(" " in entry for entry in route["model_info"]["fleet_sync_paths"])

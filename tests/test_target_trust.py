@@ -1,8 +1,7 @@
 """Targets follow trust (attack F1, F2, F3), on plain data: in a pull request's run each target
 is read at the proxy_url and with the key references fleet.yaml at the trusted ref gives it
-(TrustedRef.pin); two targets resolving to one proxy are found (shared_proxies); the probe's
-key trust for a target is the trusted ref's projection of that same target (key_trust); and
-LiteLLM's abbreviations of a key this run sent are scrubbed."""
+(TrustedRef.pin); the probe's key trust for a target is the trusted ref's projection of that
+same target (key_trust); and LiteLLM's abbreviations of a key this run sent are scrubbed."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ import pytest
 import yaml
 
 from sync.commands.targets import Overrides, TargetUnresolved, pinned
-from sync.core.keytrust import FLEET_ITSELF, FLEET_ITSELF_REF, TrustedRef, shared_proxies
+from sync.core.keytrust import FLEET_ITSELF, FLEET_ITSELF_REF, TrustedRef
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
 from sync.secrets.scrub import Scrubber
@@ -105,16 +104,6 @@ def test_a_target_the_trusted_ref_does_not_give_is_not_read() -> None:
     assert broken.target is None and broken.refusal == (
         f"target staging: not read: {BASE} is invalid; it is read once the pull request is merged"
     )
-
-
-def test_two_targets_sharing_a_pod_url_are_found() -> None:
-    assert shared_proxies({"staging": ("http://a:4000",), "prod": ("http://b:4000",)}) == []
-    assert shared_proxies({
-        "staging": ("http://Proxy:80/",),
-        "prod": ("http://b:4000", "http://proxy"),
-        "eu": ("http://b:4000/", "http://c:1"),
-    }) == [("staging", "prod"), ("prod", "eu")]  # fmt: skip
-    assert shared_proxies({"p": ("http://a:1", "http://a:1/")}) == []  # one target's own pods
 
 
 def test_key_trust_is_the_trusted_refs_projection_of_the_same_target() -> None:

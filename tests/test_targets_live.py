@@ -196,6 +196,66 @@ def test_staging_that_cannot_converge_holds_prod_without_a_write(
     assert pair.writes(pair.staging_fp) == []
 
 
+def test_a_saved_plan_binds_its_target_endpoint_and_rails(
+    pair: Pair, fleet_name: str, tmp_path: Path
+) -> None:
+    """Issue 23 (Deliver 7): staging and prod with identical changes hash apart; a plan made for
+    staging handed to prod's apply, or made at another endpoint or under other rails, is
+    refused (exit 3) saying what differs, before any write."""
+    write(pair.fleet_file, fleet_name, {
+        f"{fleet_name}-m": {"served_model": "org/m", "hosts": [ONE_HOST]}
+    })  # fmt: skip
+    saved = tmp_path / "plan.json"
+    planned = pair.run("plan", "--out", str(saved))
+    assert planned.code == 0, planned.out + planned.err
+    document = json.loads(saved.read_text(encoding="utf-8"))
+    OUTPUTS.append(saved.read_text(encoding="utf-8"))
+    staging, prod = document["targets"]
+    assert staging["changes"] == prod["changes"] and staging["hash"] != prod["hash"]
+    assert staging["binds"]["target"] == "staging" and prod["binds"]["after"] == ["staging"]
+    assert pair.staging_fp.url not in saved.read_text(encoding="utf-8")
+
+    def refused(plan: dict[str, Any], *args: str) -> str:
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps(plan), encoding="utf-8")
+        done = pair.run("apply", "--plan", str(bad), *args)
+        assert done.code == 3, done.out + done.err
+        assert pair.writes(pair.staging_fp) == pair.writes(pair.prod_fp) == []
+        return done.err
+
+    # staging's plan passed off as prod's (the target renamed in the file).
+    swapped = {**document, "targets": [staging, {**staging, "target": "prod"}]}
+    err = refused(swapped, "--target", "prod")
+    assert "it was made for target staging, not target prod" in err, err
+    # The same proxy behind another URL: another endpoint.
+    other = FaultProxy(pair.prod.url)
+    try:
+        pair.extra = {"T_PROD_URL": other.url}
+        err = refused(document, "--target", "prod")
+        assert "it was made for another endpoint (other proxy URLs)" in err, err
+        assert not other.log or all(not r.is_write for r in other.log)
+    finally:
+        other.close()
+        pair.extra = {}
+    # Other rails: safety, then the promotion order.
+    doc = yaml.safe_load(pair.fleet_file.read_text(encoding="utf-8"))
+    pair.fleet_file.write_text(
+        yaml.safe_dump({**doc, "safety": {"max_prune_percent": 50}}, sort_keys=False)
+    )
+    err = refused(document, "--target", "prod")
+    assert 'made under safety {"max_prune_percent":30.0}, not {"max_prune_percent":50.0}' in err
+    doc["targets"]["prod"].pop("after")
+    pair.fleet_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    err = refused(document, "--target", "prod")
+    assert 'it was made under after ["staging"], not []' in err, err
+    # The plan as made, for what it was made for: applied.
+    doc["targets"]["prod"]["after"] = ["staging"]
+    pair.fleet_file.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    applied = pair.run("apply", "--plan", str(saved))
+    assert applied.code == 0, applied.out + applied.err
+    assert sorted(hosts_on(pair.prod, fleet_name)) == ["a"]
+
+
 def test_an_unreachable_target_is_exit_1_and_the_others_are_still_read(
     pair: Pair, fleet_name: str
 ) -> None:
@@ -392,11 +452,32 @@ def test_two_targets_resolving_to_one_proxy_stop_before_any_request(
         done = pair.run(*command)
         assert done.code == 1, done.out + done.err
         assert (
-            "error: targets staging and prod: their proxy URLs resolve to one proxy (a pod URL "
-            "in common); each would prune the other's routes: nothing was sent to any target"
+            "one proxy given as two targets; each would prune the other's routes: nothing was "
+            "sent to any target"
         ) in done.err
+        assert "error: targets staging and prod (" in done.err
         assert "=== target" not in done.out
     assert not pair.staging_fp.log and not pair.prod_fp.log
-    pair.extra["T_PROD_KEY"] = pair.staging.api_key
+    # The spellings of one pod only a resolver or an address's forms tell: localhost for
+    # 127.0.0.1, the IPv4-mapped IPv6 address, a trailing dot, the default port spelt out.
+    port = pair.staging_fp.port
+    before = pair.staging.routes()
+    for spelling in (
+        f"http://localhost:{port}",
+        f"http://LocalHost.:{port}/",
+        f"http://[::ffff:127.0.0.1]:{port}",
+        f"https://127.0.0.1:{port}",
+    ):
+        pair.extra = {"T_PROD_URL": spelling}
+        done = pair.run("apply")
+        assert done.code == 1, spelling + done.out + done.err
+        # The URLs come from variables fleet.yaml references: masked like every such value.
+        assert (
+            f"error: targets staging and prod (*** and *** both reach 127.0.0.1:{port}): one "
+            "proxy given as two targets"
+        ) in done.err, done.err
+    assert not pair.staging_fp.log and not pair.prod_fp.log
+    assert pair.staging.routes() == before  # no request reached the proxy: its routes unchanged
+    pair.extra = {"T_PROD_URL": f"http://localhost:{port}", "T_PROD_KEY": pair.staging.api_key}
     alone = pair.run("plan", "--target", "prod")  # one selected target: nothing to compare
     assert alone.code == 0, alone.out + alone.err

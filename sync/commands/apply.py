@@ -13,6 +13,7 @@ from sync.commands.common import (
     EXIT_REFUSED,
     MAX_CONCURRENCY,
     Exit,
+    bound,
     check_can_write,
     connect,
     current_plan,
@@ -137,7 +138,7 @@ def apply(
     with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
         live = current_plan(fleet, client, confirm_timeout, take_over, fleet_file)
         health = (probe, require_healthy, probe_timeout)
-        the_plan = gate_plan(fleet, live, *health, run_trust(fleet_file))
+        the_plan = bound(gate_plan(fleet, live, *health, run_trust(fleet_file)), fleet, client.urls)
         unsafe = refusals(the_plan, fleet.max_prune_percent)
         if reviewed is not None:
             check_saved(reviewed, the_plan)  # a dry run previews exactly what apply would do

@@ -106,21 +106,21 @@ def connect(
     api_key: str | None,
     timeout: float,
     spread_writes: bool = True,
-    key_name: str = "LITELLM_PROXY_API_KEY",
+    key_name: str | None = None,
 ) -> LiteLLMClient:
+    """A client of the proxy. key_name: where api_key came from (a target's variable); None for
+    the key the command's options read (--api-key or the LITELLM_PROXY_* variable it took)."""
     urls = [u for u in proxy_urls if u]
     if not urls:
-        env = os.environ.get("LITELLM_PROXY_URLS") or os.environ.get("LITELLM_PROXY_URL") or ""
-        urls = [u.strip() for u in env.split(",") if u.strip()]
-    if not urls:
-        fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
+        urls = _environment_urls()
     if not api_key:
         fail(
             "no admin key given: set LITELLM_PROXY_API_KEY (plan and drift also take "
             "LITELLM_PROXY_READ_API_KEY) or pass --api-key"
         )
+    key_name = key_name or key_origin()
     scrub.remember(api_key)
-    check_key(api_key, _key_origin(key_name))
+    check_key(api_key, key_name)
     from sync.live.client import LiteLLMClient
 
     for url in urls:
@@ -135,13 +135,31 @@ def connect(
     )
 
 
-def _key_origin(key_name: str) -> str:
-    """Where the key connect() sends came from, for the message that says what to fix: the
-    variable --api-key's option read it from, unless the caller named its own source."""
+def _environment_urls() -> list[str]:
+    """The pod URLs of LITELLM_PROXY_URLS, else LITELLM_PROXY_URL; a variable that is set but
+    holds no URL stops the command naming that variable (the one read)."""
+    for name in ("LITELLM_PROXY_URLS", "LITELLM_PROXY_URL"):
+        value = os.environ.get(name)
+        if value is None or value == "":
+            continue
+        urls = [u.strip() for u in value.split(",") if u.strip()]
+        if not urls:
+            fail(f"{name} is set but holds no URL; set it to the proxy's URL or pass --proxy-url")
+        return urls
+    fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
+
+
+def key_origin() -> str:
+    """Where the key the command's options read came from, for the messages that say what to
+    fix: --api-key, or the variable its option (or write_key) read."""
     ctx = click.get_current_context(silent=True)
-    if key_name != "LITELLM_PROXY_API_KEY" or ctx is None:
-        return key_name
-    return str(ctx.meta.get(KEY_FROM, key_name))
+    if ctx is None:
+        return "LITELLM_PROXY_API_KEY"
+    if KEY_FROM in ctx.meta:
+        return str(ctx.meta[KEY_FROM])
+    if ctx.get_parameter_source("api_key") is click.core.ParameterSource.COMMANDLINE:
+        return "--api-key"
+    return "LITELLM_PROXY_API_KEY"
 
 
 def check_proxy_url(url: str) -> None:
@@ -181,6 +199,7 @@ def write_key(api_key: str | None) -> str | None:
     key = os.environ.get("LITELLM_PROXY_API_KEY")
     if key:
         check_key(key, "LITELLM_PROXY_API_KEY")
+        click.get_current_context().meta[KEY_FROM] = "LITELLM_PROXY_API_KEY"
     return key or api_key
 
 
@@ -241,6 +260,17 @@ def current_plan(
 ) -> Plan:
     live = read_live(client, fleet, take_over, settle_timeout, fleet_file)
     return live.plan(fleet, take_over)
+
+
+def bound(
+    plan: Plan, fleet: Fleet, urls: tuple[str, ...], target: str | None = None,
+    after: tuple[str, ...] = (),
+) -> Plan:  # fmt: skip
+    """The plan bound to what it was made for (sync/core/plan.py Binding: in its hash): the
+    target, the pod URLs read, the rails apply obeys."""
+    from sync.core.plan import Binding
+
+    return replace(plan, binding=Binding.of(target, urls, fleet.max_prune_percent, after))
 
 
 def colour() -> bool:

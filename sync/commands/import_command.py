@@ -92,10 +92,11 @@ def import_command(
 
 def proxy_of(
     fleet_file: Path, names: tuple[str, ...], proxy_urls: tuple[str, ...], api_key: str | None
-) -> tuple[tuple[str, ...], str | None, str]:
+) -> tuple[tuple[str, ...], str | None, str | None]:
     """The proxy and key import reads: one target's when --target is given or -f names a fleet
     with targets: (exactly one target: --target is required when it declares several); else
-    --proxy-url / LITELLM_PROXY_* as ever, fleet.yaml not read."""
+    --proxy-url / LITELLM_PROXY_* as ever, fleet.yaml not read (key name None: the variable
+    the option read)."""
     import os
 
     import click
@@ -106,10 +107,10 @@ def proxy_of(
     ctx = click.get_current_context()
     file_given = ctx.get_parameter_source("fleet_file") is click.core.ParameterSource.COMMANDLINE
     if not names and not file_given:
-        return proxy_urls, api_key, "LITELLM_PROXY_API_KEY"
+        return proxy_urls, api_key, None
     fleet = read_fleet(fleet_file)
     if not fleet.targets and not names:
-        return proxy_urls, api_key, "LITELLM_PROXY_API_KEY"
+        return proxy_urls, api_key, None
     if len(set(names)) > 1:
         fail("import reads exactly one target: give --target once")
     targets = select(fleet, names)

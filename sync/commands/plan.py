@@ -10,6 +10,7 @@ import click
 from sync.commands.common import (
     EXIT_CHANGES,
     Exit,
+    bound,
     connect,
     on_github,
     read_fleet,
@@ -96,6 +97,7 @@ def plan(
         probe_timeout,
         run_trust(fleet_file, base_ref),
     )
+    the_plan = bound(the_plan, fleet, client.urls)
     unsafe = refusals(the_plan, fleet.max_prune_percent)
     show_plan(the_plan, fmt, unsafe)
     if out:

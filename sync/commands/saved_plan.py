@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ class SavedPlan:
     path: Path
     hash: str
     fleet: str
+    binds: Any = None  # what it says it was made for (untrusted JSON; None: it does not say)
 
 
 def read_saved(path: Path) -> SavedPlan:
@@ -32,7 +33,7 @@ def read_saved(path: Path) -> SavedPlan:
     saved_fleet = data.get("fleet") if isinstance(data, dict) else None
     if not isinstance(saved_hash, str) or not isinstance(saved_fleet, str):
         fail(f"{path}: not a saved fleet-sync plan (it has no hash and fleet strings)")
-    return SavedPlan(path, saved_hash, saved_fleet)
+    return SavedPlan(path, saved_hash, saved_fleet, data.get("binds"))
 
 
 def _read_json(path: Path) -> Any:
@@ -54,10 +55,25 @@ def check_saved(saved: SavedPlan, live_plan: Plan) -> None:
     if saved.fleet != live_plan.fleet:
         shown = printable(saved.fleet[:100])
         fail(f"{saved.path} is a plan for fleet {shown}, not {live_plan.fleet}", EXIT_REFUSED)
+    check_binding(saved.path, saved.binds, live_plan)
     if saved.hash != live_plan.hash:
         fail(
             f"{saved.path} is stale: it was {printable(saved.hash[:80])}, the live plan is now "
             f"{live_plan.hash}; run plan again and review it",
+            EXIT_REFUSED,
+        )
+
+
+def check_binding(path: Path, binds: Any, live_plan: Plan, target: str | None = None) -> None:
+    """Refuse (exit 3) a saved plan made for another target, endpoint or rails, saying what
+    differs (its hash covers them: sync/core/plan.py Binding)."""
+    if live_plan.binding is None:
+        return
+    if differences := live_plan.binding.differences(binds):
+        where = f" for target {target}" if target else ""
+        fail(
+            f"{path} is not a plan{where} of this run: {'; '.join(differences)}; run plan "
+            "again for this target, endpoint and rails and review it",
             EXIT_REFUSED,
         )
 
@@ -69,6 +85,7 @@ class SavedTargets:
     path: Path
     fleet: str
     hashes: dict[str, str | None]
+    binds: dict[str, Any] = field(default_factory=dict)  # each target's `binds`, untrusted
 
 
 def read_saved_targets(path: Path) -> SavedTargets:
@@ -86,11 +103,13 @@ def read_saved_targets(path: Path) -> SavedTargets:
     if not isinstance(fleet, str) or not isinstance(entries, list):
         fail(f"{path}: not a saved fleet-sync plan (it has no fleet string and targets list)")
     hashes: dict[str, str | None] = {}
+    binds: dict[str, Any] = {}
     for entry in entries:
         name = entry.get("target") if isinstance(entry, dict) else None
         if isinstance(name, str):
             hashes[name] = entry["hash"] if isinstance(entry.get("hash"), str) else None
-    return SavedTargets(path, fleet, hashes)
+            binds[name] = entry.get("binds")
+    return SavedTargets(path, fleet, hashes, binds)
 
 
 def check_saved_target(saved: SavedTargets, name: str, live_plan: Plan) -> None:
@@ -101,6 +120,7 @@ def check_saved_target(saved: SavedTargets, name: str, live_plan: Plan) -> None:
     saved_hash = saved.hashes.get(name)
     if saved_hash is None:
         fail(f"{saved.path} holds no plan for target {name}; run plan again", EXIT_REFUSED)
+    check_binding(saved.path, saved.binds.get(name), live_plan, name)
     if saved_hash != live_plan.hash:
         fail(
             f"{saved.path} is stale for target {name}: it was {printable(saved_hash[:80])}, "

@@ -17,6 +17,7 @@ from sync.commands.common import (
     EXIT_CHANGES,
     EXIT_OK,
     Exit,
+    bound,
     connect,
     on_github,
     read_live,
@@ -84,6 +85,7 @@ def plan_target(reading: Reading, target: Target, endpoint: Endpoint) -> TargetP
         fleet, live.plan(fleet, reading.take_over), health.probe, health.require,
         health.timeout, lambda: reading.ref.key_trust(target.name),
     )  # fmt: skip
+    plan = bound(plan, fleet, endpoint.urls, target.name, target.after)
     unsafe = tuple(refusals(plan, fleet.max_prune_percent))
     return TargetPlan(target.name, fleet, endpoint, live, plan, unsafe)
 

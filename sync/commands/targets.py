@@ -12,15 +12,16 @@ proxy never sends another target's plan there.
 
 Whose proxy_url and keys: in a pull request's run those of fleet.yaml at the trusted ref
 (sync/core/keytrust.py TrustedRef.pin), so a pull request never chooses where a key goes nor
-which variable is sent; else fleet.yaml's own. Two selected targets whose resolved URLs share
-a pod stop the run before any request: each would prune the other's routes."""
+which variable is sent; else fleet.yaml's own. Two selected targets whose URLs reach one pod
+(names resolved: sync/fleet/proxyaddress.py) stop the run before any request: each would prune
+the other's routes."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -30,11 +31,13 @@ import click
 from sync.commands.common import CURRENT_TARGET, Exit, fail, target_prefix
 from sync.errors import FleetSyncError
 from sync.secrets import display, scrub
+from sync.secrets.credentials import strip_userinfo
 
 if TYPE_CHECKING:
     from sync.core.keytrust import TrustedRef
     from sync.fleet.model import Fleet
     from sync.fleet.targets import Target
+    from sync.live.resolve import Resolver
 
 REFERENCE = "os.environ/"
 MAX_READERS = 4  # targets read at once: each read is a handful of requests per pod
@@ -148,6 +151,9 @@ def resolve(
             if url.strip()
         )
         urls = tuple(u.strip() for u in urls)
+        if not urls:  # never the LITELLM_PROXY_URL(S) a run without targets would read
+            named = ", ".join(w.removeprefix(REFERENCE) for w in _urls_as_written(target))
+            raise TargetUnresolved(f"target {target.name}: proxy_url: {named} holds no URL")
     if override.key:
         key, key_name = override.key, "--api-key"
     else:
@@ -191,25 +197,63 @@ def pinned(
 
 
 def endpoints(
-    targets: Sequence[Target], ref: TrustedRef, write: bool, override: Overrides
+    targets: Sequence[Target],
+    ref: TrustedRef,
+    write: bool,
+    override: Overrides,
+    resolver: Resolver | None = None,
 ) -> list[Outcome[Endpoint]]:
     """Every selected target's endpoint (one that cannot be resolved is exit 1 for it alone);
-    two targets sharing a pod URL stop the run (exit 1) before any request."""
-    from sync.core.keytrust import shared_proxies
-
+    two targets that are one proxy stop the run (exit 1) before any request."""
     resolved = [
         attempt(t.name, partial(pinned, t, ref, os.environ, write, override)) for t in targets
     ]
-    urls = {o.target: o.value.urls for o in resolved if o.value is not None}
-    pairs = shared_proxies(urls)
-    if pairs:
-        named = "; ".join(f"targets {a} and {b}" for a, b in pairs)
-        fail(
-            f"{named}: their proxy URLs resolve to one proxy (a pod URL in common); each would "
-            "prune the other's routes: nothing was sent to any target (check the variables "
-            "their proxy_url names)"
-        )
+    if sum(o.value is not None for o in resolved) > 1:
+        resolved = _one_proxy_each(resolved, resolver)
     return resolved
+
+
+def _one_proxy_each(
+    resolved: list[Outcome[Endpoint]], resolver: Resolver | None
+) -> list[Outcome[Endpoint]]:
+    """The endpoints compared by the addresses their URLs reach (sync/fleet/proxyaddress.py),
+    each name resolved first (sync/live/resolve.py): a target with a name that does not resolve
+    is exit 1 for it alone; two that are one proxy stop the run."""
+    from sync.fleet.proxyaddress import one_proxy, place
+    from sync.live.resolve import resolve_names, system_resolver
+
+    hosts: dict[str, list[str]] = {}
+    for outcome in resolved:
+        for url in outcome.value.urls if outcome.value is not None else ():
+            with suppress(ValueError):  # connect() says what is wrong with such a URL
+                hosts.setdefault(outcome.target, []).append(place(url).host)
+    names = resolve_names((h for hs in hosts.values() for h in hs), resolver or system_resolver)
+    checked: list[Outcome[Endpoint]] = []
+    for outcome in resolved:
+        lost = [h for h in hosts.get(outcome.target, ()) if h in names.unresolved]
+        if outcome.value is not None and lost:
+            outcome = attempt(outcome.target, partial(_unresolved, outcome.target, lost[0],
+                                                      names.unresolved[lost[0]]))  # fmt: skip
+        checked.append(outcome)
+    urls = {o.target: o.value.urls for o in checked if o.value is not None}
+    if shared := one_proxy(urls, names.addresses):
+        named = "; ".join(
+            f"targets {s.first} and {s.second} ({strip_userinfo(s.first_url)} and "
+            f"{strip_userinfo(s.second_url)} both reach {s.address})"
+            for s in shared
+        )
+        fail(
+            f"{named}: one proxy given as two targets; each would prune the other's routes: "
+            "nothing was sent to any target (check the variables their proxy_url names)"
+        )
+    return checked
+
+
+def _unresolved(target: str, host: str, why: str) -> Endpoint:
+    raise TargetUnresolved(
+        f"target {target}: proxy_url: the host {display.printable(host[:255])} does not resolve "
+        f"({why}); nothing was sent to it"
+    )
 
 
 def _urls_as_written(target: Target) -> tuple[str, ...]:

@@ -18,6 +18,8 @@ from sync.secrets.credentials import is_reference
 ABSENT = "(absent)"
 # Shown instead of a value LiteLLM masks or resolves on read (the live value is never shown).
 UNREADABLE = "(not shown: LiteLLM masks or resolves it)"
+# The live side of a record of paths (TAG_PATHS) that does not read: the update writes it again.
+MALFORMED_RECORD = "(malformed: rewritten)"
 Checked = Literal["read", "digest"]
 OWN_ADDRESS: tuple[Path, ...] = (("litellm_params", "model"), ("litellm_params", "api_base"))
 # The pause state, compared on every route (LiteLLM lists it on every database route).
@@ -80,17 +82,20 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
         | {("litellm_params", key) for key in redirects}
     )
     record = live.written
+    # What the record tells of what was written: a malformed one still tells its readable
+    # entries (a key fleet.yaml dropped is then removed); the record itself is rewritten below.
+    known = record if record is not None else live.salvaged
     # The live leaves read below: under the keys compared and those fleet-sync recorded writing
     # (LiteLLM lists ~20 keys of its own a route, walked for nothing otherwise).
-    every = _leaves(live, tops | {p[:2] for p in record or ()})
+    every = _leaves(live, tops | {p[:2] for p in known})
     # Live leaves under the top-level keys fleet.yaml sets; LiteLLM's own keys elsewhere are
     # not fleet-sync's to compare.
     have = {p: v for p, v in every.items() if p[:2] in tops}
-    hidden = {p for p, marker in (record or {}).items() if marker != READ}
+    hidden = {p for p, marker in known.items() if marker != READ}
     # Written earlier under a top-level key fleet.yaml no longer sets, in the record's order (a
     # set's would vary between runs, and with it the order of two paths shown alike: "a.b").
-    dropped = (record or {}).keys() - want.keys() - have.keys()  # usually none: no loop then
-    extras = [p for p in record or () if p in dropped] if dropped else []
+    dropped = known.keys() - want.keys() - have.keys()  # usually none: no loop then
+    extras = [p for p in known if p in dropped] if dropped else []
     written = {p: every[p] for p in extras if p in every and p not in hidden}
     ours, theirs = _projected(want, have, written)
     # Equal projections (nearly every route of a plan) never reach DeepDiff.
@@ -121,6 +126,9 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
             yield _change(path, UNREADABLE, ABSENT, "digest")
     if live.paused != desired.paused:  # a pause (a drained host) or a resume
         yield _change(PAUSE_PATH, live.paused, desired.paused)
+    if live.record_malformed:  # written whole again by the update: the next plan reads it
+        at = ("model_info", TAG_PATHS)
+        yield _change(at, MALFORMED_RECORD, desired.model_info.get(TAG_PATHS, ABSENT))
 
 
 def _projected(

@@ -23,6 +23,9 @@ class KeyTrust:
     entries: frozenset[Entry] | None
     where: str = ""  # the trusted ref as a plan names it, e.g. "fleet.yaml at HEAD (0123abcd)"
     problem: str = ""  # why no address is trusted at all
+    # The variables the trusted ref's targets name: the run may read them (a pull request's run
+    # reads each target with the base's), so no host's key reference may name one.
+    held: frozenset[str] = frozenset()
 
     def refusal(self, model_name: str, host: str, api_base: str, key_ref: str | None) -> str:
         """Why this host's key must not go to `api_base` ("" when it may)."""
@@ -58,8 +61,8 @@ def trust_of(fleet: Fleet, where: str) -> KeyTrust:
     if fleet.targets:
         views = [for_target(fleet, t.name) for t in fleet.targets]
         entries = frozenset().union(*(_entries(view) for view in views))
-        return KeyTrust(entries, where)
-    return KeyTrust(_entries(fleet), where)
+        return KeyTrust(entries, where, held=fleet.target_variables)
+    return KeyTrust(_entries(fleet), where, held=fleet.target_variables)
 
 
 def _entries(fleet: Fleet) -> frozenset[Entry]:
@@ -147,17 +150,3 @@ class TrustedRef:
 
 
 FLEET_ITSELF_REF = TrustedRef()
-
-
-def shared_proxies(urls: dict[str, tuple[str, ...]]) -> list[tuple[str, str]]:
-    """Pairs of targets (in the order given) whose resolved pod URLs share one, compared as
-    validate compares written ones (scheme and host case, default port, trailing slash)."""
-    first: dict[str, str] = {}  # normal URL -> the first target at it
-    pairs: list[tuple[str, str]] = []
-    for name, pods in urls.items():
-        for url in pods:
-            normal = address_key(url)
-            other = first.setdefault(normal, name)
-            if other != name and (other, name) not in pairs:
-                pairs.append((other, name))
-    return pairs

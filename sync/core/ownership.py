@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from sync.core.render import Route
 from sync.fleet.model import Fleet
+from sync.litellm.teams import team_reason, team_scope
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,8 @@ def claim(
     """`desired` maps each id fleet.yaml renders to its route."""
     if not route.db_model:
         return Claim(False, "config-file route (db_model: false): the admin API cannot change it")
+    if (team := team_scope(route.model_name, route.model_info)) is not None:
+        return Claim(False, team_reason(team))  # whatever its tags, id or model group say
     if route.fleet == fleet.name:
         if same_source(route.source, fleet.source):
             return Claim(True, f"tagged {fleet.name}")

@@ -19,6 +19,67 @@ from sync.core.changes import Withheld as Withheld
 from sync.core.compare import prune_before, shown, update_before
 from sync.core.health import HostHealth
 from sync.core.render import Route, canonical_json
+from sync.fleet.proxyaddress import place_key
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What a plan was made for, in its hash (apply --plan refuses a plan made for another):
+    the target (None without targets:), the endpoint it read — a digest of its pod URLs in one
+    spelling each (sync/fleet/proxyaddress.py), never a credential nor a URL the output would
+    have to mask — and the rails apply obeys, safety and the target's promotion order."""
+
+    target: str | None
+    endpoint: str  # "sha256:…" of the sorted place keys of the pod URLs
+    max_prune_percent: float
+    after: tuple[str, ...] = ()
+
+    @classmethod
+    def of(
+        cls, target: str | None, urls: tuple[str, ...], max_prune_percent: float,
+        after: tuple[str, ...] = (),
+    ) -> Binding:  # fmt: skip
+        places = sorted({place_key(u) for u in urls})
+        digest = hashlib.sha256(canonical_json(places).encode()).hexdigest()
+        return cls(target, f"sha256:{digest}", max_prune_percent, tuple(after))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "endpoint": self.endpoint,
+            "safety": {"max_prune_percent": self.max_prune_percent},
+            "after": list(self.after),
+        }
+
+    def differences(self, saved: Any) -> list[str]:
+        """What a saved plan's `binds` says it was made for that this plan is not (empty: the
+        same); `saved` is untrusted JSON."""
+        if not isinstance(saved, dict):
+            return ["it names no target, endpoint and rails (made by an older fleet-sync)"]
+        mine = self.as_dict()
+        said: list[str] = []
+        if saved.get("target") != mine["target"]:
+            said.append(
+                f"it was made for {_target(saved.get('target'))}, not {_target(self.target)}"
+            )
+        if saved.get("endpoint") != mine["endpoint"]:
+            said.append("it was made for another endpoint (other proxy URLs)")
+        if saved.get("safety") != mine["safety"]:
+            said.append(f"it was made under safety {_shown(saved.get('safety'))}, not "
+                        f"{_shown(mine['safety'])}")  # fmt: skip
+        if saved.get("after") != mine["after"]:
+            said.append(f"it was made under after {_shown(saved.get('after'))}, not "
+                        f"{_shown(mine['after'])}")  # fmt: skip
+        return said
+
+
+def _target(name: Any) -> str:
+    return "no target (a fleet without targets:)" if name is None else f"target {_shown(name)}"
+
+
+def _shown(value: Any) -> str:
+    """A value of an untrusted saved plan, in one short line."""
+    return canonical_json(value)[:120] if not isinstance(value, str) else value[:64]
 
 
 @dataclass(frozen=True)
@@ -29,7 +90,8 @@ class Plan:
     owned_live: int  # routes the fleet owned on the proxy before the plan
     desired_count: int  # routes fleet.yaml renders
     declared_models: frozenset[str]
-    live_groups: tuple[tuple[str, int], ...]  # (model_name, routes the router lists), all routes
+    # (model_name, routes the router lists serving it): every route but a team's (its team only)
+    live_groups: tuple[tuple[str, int], ...]
     # Set by healthgate.gate when hosts were probed: changes holds only what apply may write.
     withheld: tuple[Withheld, ...] = ()
     health: tuple[HostHealth, ...] | None = None  # None: not probed
@@ -42,6 +104,9 @@ class Plan:
     serving: tuple[Route, ...] = ()
     # What the plan could not look at (e.g. fleet.yaml's git history): shown, never hashed.
     notes: tuple[str, ...] = ()
+    # What the plan was made for (target, endpoint, rails): hashed and shown as `binds`; None
+    # for a plan made from data alone (its hash covers the changes only).
+    binding: Binding | None = None
 
     @property
     def empty(self) -> bool:
@@ -73,6 +138,8 @@ class Plan:
         content: dict[str, Any] = {"fleet": self.fleet, "changes": self.changes_json()}
         if self.conflicts:
             content["conflicts"] = [c.as_dict() for c in self.conflicts]
+        if self.binding is not None:
+            content["binds"] = self.binding.as_dict()
         body = canonical_json(content)
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
@@ -84,6 +151,7 @@ class Plan:
             "version": 1,
             "fleet": self.fleet,
             "hash": self.hash,
+            **({"binds": self.binding.as_dict()} if self.binding is not None else {}),
             "litellm_version": self.litellm_version,
             "summary": {a: len(self.of(a)) for a in ("create", "update", "delete")},
             "changes": [self._with_health(c, change_json(c)) for c in self.changes],

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 
+from sync.core.addressing import unaddressable
 from sync.core.carry import carrying, leftovers, unseen
 from sync.core.changes import Change, Conflict, Create, Delete, Ignored, Update
 from sync.core.compare import diff, removed_keys
@@ -24,6 +25,7 @@ from sync.core.render import (
 )
 from sync.fleet.model import Fleet
 from sync.litellm.releases import LiteLLMRelease
+from sync.litellm.teams import team_scope
 
 
 def make_plan(
@@ -101,7 +103,7 @@ def _claim(
     ignored: list[Ignored] = []
     reasons: dict[str, str] = {}
     for route in everything:
-        decision = claim(route, fleet, claims, take_over)
+        decision = unaddressable(route) or claim(route, fleet, claims, take_over)
         if decision.owned:
             owned[route.id] = route
             if decision.adopted:
@@ -172,7 +174,8 @@ def _assemble(
 
     groups: dict[str, int] = {}
     for route in live:  # what serves: rows the router does not list count for nothing
-        groups[route.model_name] = groups.get(route.model_name, 0) + (not route.paused)
+        if team_scope(route.model_name, route.model_info) is None:  # a team's serves its team only
+            groups[route.model_name] = groups.get(route.model_name, 0) + (not route.paused)
     changes = (
         sorted(work.creates, key=order)
         + sorted(work.updates, key=order)

@@ -91,6 +91,26 @@ class Route:
         return self.model_info.get(PAUSED) is True
 
     @property
+    def record_malformed(self) -> bool:
+        """A record of paths is there but does not read whole (not a list, or an entry that is
+        no "marker path"): the next plan rewrites it (sync/core/compare.py)."""
+        return TAG_PATHS in self.model_info and self.written is None
+
+    @property
+    def salvaged(self) -> dict[Path, str]:
+        """What a malformed record still tells: its entries that read as "marker path" ({}
+        for a readable record, or none)."""
+        entries = self.model_info.get(TAG_PATHS)
+        if not isinstance(entries, list) or self.written is not None:
+            return {}
+        out: dict[Path, str] = {}
+        for entry in entries:
+            marker, _, raw = entry.partition(" ") if isinstance(entry, str) else ("", "", "")
+            if marker and (path := _recorded_path(raw)) is not None:
+                out[path] = marker
+        return out
+
+    @property
     def api_base(self) -> str | None:
         value = self.litellm_params.get("api_base")
         return value if isinstance(value, str) else None

@@ -20,7 +20,15 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
         )
     elif plan.owned_live >= MIN_OWNED_FOR_PERCENT and prunes:
         percent = 100.0 * len(prunes) / plan.owned_live
-        if percent > max_prune_percent:
+        # A limit that is no number from 0 to 100 (NaN above all: `x > NaN` is always false)
+        # never switches the rail off: validate refuses it, and here it allows no prune.
+        if not 0 <= max_prune_percent <= 100:
+            reasons.append(
+                f"the plan prunes {len(prunes)} of the {plan.owned_live} routes the fleet owns "
+                f"and safety.max_prune_percent is {max_prune_percent!r}, not a number from 0 to "
+                "100; review it, then --force required"
+            )
+        elif percent > max_prune_percent:
             reasons.append(
                 f"the plan prunes {len(prunes)} of the {plan.owned_live} routes the fleet owns "
                 f"({percent:.0f}% > safety.max_prune_percent {max_prune_percent:g}%); "

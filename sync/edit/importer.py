@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from sync.core.addressing import never_written
 from sync.core.render import UNSAFE_NAME_CHARACTERS, Route, canonical_json
 from sync.edit.import_rules import info_verdict, param_verdict, shown_key, shows_address
 from sync.edit.import_yaml import COMMENT_WIDTH, fleet_text, wrap
@@ -31,7 +32,9 @@ from sync.fleet.text import surrogate
 from sync.litellm.convergence import PRICING
 from sync.litellm.owned import PARAM_DEFAULTS, bookkeeping, model_information, model_known
 from sync.litellm.redirects import REDIRECTS, redirecting
+from sync.litellm.teams import team_reason, team_scope
 from sync.secrets.credentials import has_userinfo, looks_like_credential, may_quote
+from sync.secrets.display import printable
 
 RESERVED = {"model", "api_base", "api_key"}
 # fleet-sync's own tags (fleet_sync_fleet, _host, _digest, _source, ...), which fleet.yaml may
@@ -316,6 +319,11 @@ def _kept(hosts: Sequence[_Host]) -> tuple[Kept, ...]:
     return tuple(out)
 
 
+def _named(route: Route) -> str:
+    """A route as a message names it: the proxy's strings, printable and bounded."""
+    return f"{printable(route.model_name[:128])} ({printable(route.id[:128])})"
+
+
 def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) -> Imported:
     """The fleet.yaml for these live routes (only the model groups named in `only`, if any)."""
     left_out: list[str] = []
@@ -328,8 +336,14 @@ def import_fleet(routes: Iterable[Route], fleet: str, only: Sequence[str] = ()) 
         if not route.db_model:
             left_out.append(f"{route.model_name} ({route.id}): config-file route (db_model false)")
             continue
+        if (team := team_scope(route.model_name, route.model_info)) is not None:
+            left_out.append(f"{_named(route)}: {team_reason(team)}; not imported")
+            continue
         if route.fleet not in (None, fleet):
             others[route.fleet or ""] = others.get(route.fleet or "", 0) + 1
+            continue
+        if unwritable := never_written(route.id):  # plan would ignore it: no host of fleet.yaml
+            left_out.append(f"{route.model_name}: {unwritable}")
             continue
         host = _host(route, fleet)
         if isinstance(host, _No):

@@ -16,6 +16,7 @@ from sync.fleet.plaintext import address_credential, masked, quote
 from sync.fleet.plaintext import secret_problems as _secret_problems
 from sync.fleet.plaintext import where as _where
 from sync.fleet.problems import FleetError, Problem
+from sync.fleet.runner import key_reference_problems, target_variables
 
 # Re-exported: the tests and benchmarks take the schema from here.
 from sync.fleet.schema_rules import SCHEMA_PATH as SCHEMA_PATH
@@ -78,6 +79,9 @@ class Fleet:
     # The proxies of fleet.yaml's targets:, in promotion order; () without targets: (one proxy,
     # from LITELLM_PROXY_URL). What one target sees: sync.fleet.targets.for_target.
     targets: tuple[Target, ...] = ()
+    # The variables the targets' proxy_url, api_key and read_api_key name (upper case): a
+    # target's projection (for_target) keeps them, so the probe never resolves one for a host.
+    target_variables: frozenset[str] = frozenset()
 
     @property
     def requires_health(self) -> bool:
@@ -126,6 +130,7 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
     yield from _secret_problems(data, problem)
     yield from text_problems(data, problem)
     yield from target_problems(data, problem)
+    yield from key_reference_problems(data, problem)
     defaults = data.get("defaults")
     if isinstance(defaults, dict):
         yield from param_problems(defaults, ("defaults",), problem)
@@ -226,6 +231,7 @@ def _build(data: dict[str, Any]) -> Fleet:
         for name, m in data["models"].items()
     )
     safety = data.get("safety") or {}
+    targets = targets_of(data.get("targets"))
     return Fleet(
         name=data["fleet"],
         owns=data.get("owns", "tagged"),
@@ -234,5 +240,6 @@ def _build(data: dict[str, Any]) -> Fleet:
         models=models,
         health=data.get("health"),
         source=data.get("source"),
-        targets=targets_of(data.get("targets")),
+        targets=targets,
+        target_variables=target_variables(targets),
     )

@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
 
-from sync.fleet.addresses import address_problem, normalise_address
+from sync.fleet.addresses import address_problem
 from sync.fleet.plaintext import authority, quote, where
 from sync.fleet.problems import Problem
 from sync.fleet.promotion import cycles, promotion_order
+from sync.fleet.proxyaddress import place_key
+from sync.fleet.runner import GITHUB_SAYS, github_variable, reference_name
 from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.yamlmarks import JsonPath
 from sync.litellm.convergence import MAX_ROUTE_BYTES, route_too_large
@@ -323,7 +325,7 @@ def _proxy_url_problems(
         if why:
             yield problem(at, f"{where(at)}: {why}")
         elif not value.startswith(REFERENCE_PREFIX):
-            valid.append((at, normalise_address(value)))
+            valid.append((at, place_key(value)))
     elif isinstance(value, list):
         seen: dict[str, int] = {}
         for index, item in enumerate(value):
@@ -339,7 +341,7 @@ def _proxy_url_problems(
                 )
             elif why := _url(item):
                 yield problem(here, f"{where(here)}: {why}")
-            elif (normal := normalise_address(item)) in seen:
+            elif (normal := place_key(item)) in seen:
                 yield problem(
                     here, f"{where(here)}: same address as proxy_url[{seen[normal]}]; one pod twice"
                 )
@@ -349,24 +351,15 @@ def _proxy_url_problems(
     return valid
 
 
-# What GitHub Actions sets in every job (the job's token, the runner's own): never a proxy's
-# address or key, and the step that plans a pull request holds GITHUB_TOKEN.
-GITHUB_VARIABLES = ("GITHUB_TOKEN", "GH_TOKEN")
-GITHUB_PREFIXES = ("GITHUB_", "ACTIONS_", "RUNNER_")
-
-
 def _github_variable(value: Any) -> str | None:
-    """Why a target's reference names a variable GitHub sets itself, or None."""
-    if not isinstance(value, str) or not value.startswith(REFERENCE_PREFIX):
-        return None
-    name = value[len(REFERENCE_PREFIX) :]
-    upper = name.upper()  # a Windows runner's environment ignores the case of names
-    if upper not in GITHUB_VARIABLES and not upper.startswith(GITHUB_PREFIXES):
+    """Why a target's reference names a variable GitHub sets itself, or None (the rule of
+    sync/fleet/runner.py, which a host's references obey in full)."""
+    name = reference_name(value)
+    if name is None or not github_variable(name):
         return None
     return (
-        f"{quote(value)} names a variable GitHub Actions sets itself (GITHUB_TOKEN, GH_TOKEN, "
-        "GITHUB_*, ACTIONS_*, RUNNER_*), never a proxy's address or key; name the variable "
-        "that holds the proxy's"
+        f"{quote(value)} names a variable GitHub Actions sets itself ({GITHUB_SAYS}), never a "
+        "proxy's address or key; name the variable that holds the proxy's"
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
@@ -35,6 +36,9 @@ def type_name(value: Any) -> str:
 
 
 def schema_problems(data: Any, marks: Marks, file: str) -> Iterator[Problem]:
+    # JSON has no NaN or infinity, so neither schema path refuses them (NaN is neither below a
+    # minimum nor above a maximum): said here, for both, at every position.
+    yield from nonfinite_problems(data, marks, file)
     if passes_compiled_schema(data):
         return  # jsonschema would find nothing (tests/test_schema_fast_path.py)
     import jsonschema  # only for a document with a problem: its messages are jsonschema's
@@ -56,6 +60,30 @@ def passes_compiled_schema(data: Any) -> bool:
     return True
 
 
+def nonfinite_problems(data: Any, marks: Marks, file: str) -> Iterator[Problem]:
+    """Every NaN and ±infinity of a document (YAML's .nan, .inf, -.inf, or a number too large
+    to be one), located: no rail, limit or value of fleet.yaml is ever one."""
+    pending: list[tuple[JsonPath, Any]] = [((), data)]
+    while pending:
+        path, value = pending.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            written = ".nan" if math.isnan(value) else ("-.inf" if value < 0 else ".inf")
+            message = (
+                f"{_where(path)}: {written} is not a finite number (.nan, .inf, or a number too "
+                "large for a float): JSON has no form for it, LiteLLM drops such a key, and no "
+                "limit compared with it is ever crossed; write a finite number"
+            )
+            yield Problem(file, *marks.of_value(path), message)
+        elif isinstance(value, dict):
+            pending.extend(((*path, k), v) for k, v in value.items())
+        elif isinstance(value, list):
+            pending.extend(((*path, i), v) for i, v in enumerate(value))
+
+
+def is_nonfinite(value: Any) -> bool:
+    return isinstance(value, float) and not math.isfinite(value)
+
+
 @cache
 def _compiled_schema() -> Callable[[Any], Any]:
     import fastjsonschema
@@ -74,6 +102,8 @@ def _no_fetch(uri: str) -> Any:
 
 
 def _explain(error: jsonschema.ValidationError, marks: Marks, file: str) -> Iterator[Problem]:
+    if is_nonfinite(error.instance):
+        return  # said once, by nonfinite_problems
     path: JsonPath = tuple(error.absolute_path)
     where = _where(path)
     kind = error.validator

@@ -38,6 +38,8 @@ _PLAIN_TAGS = {
     "tag:yaml.org,2002:null",
 }
 _STR_TAG = "tag:yaml.org,2002:str"
+# A plain key resolves to one of these (a date, and YAML 1.1's "=", too: each kept as written).
+_KEY_TAGS = _PLAIN_TAGS | {"tag:yaml.org,2002:timestamp", "tag:yaml.org,2002:value"}
 _COLLECTION_TAGS = {"tag:yaml.org,2002:seq", "tag:yaml.org,2002:map"}
 _FAST_LOADER = getattr(yaml, "CSafeLoader", None)  # absent when PyYAML was built without libyaml
 _PURE_PATH_CHARACTERS = ("\t", "\ufeff", "!", "?")
@@ -163,6 +165,11 @@ class _Converter:
             if key == "<<" and key_node.tag == "tag:yaml.org,2002:merge":
                 self.problem(at, "merge keys (<<) are not supported; put shared values in defaults")
                 continue
+            if key_node.tag not in _KEY_TAGS:
+                # Refused like a tag on a value: !!python/name:os.system x is never read as x.
+                self.problem(
+                    at, f"unsupported YAML tag {_tag(key_node.tag)!r}; use plain strings as keys"
+                )
             if key in seen:
                 self.problem(at, f"duplicate key {key!r} (first at line {seen[key][0]})")
                 continue

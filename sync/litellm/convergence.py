@@ -39,10 +39,6 @@ OUT_OF_RANGE = (
     "row stops every route change on the proxy (where LiteLLM wants an integer: rpm, tpm, "
     "max_retries, ...; elsewhere it never reads back as written)"
 )
-NOT_FINITE = (
-    "infinity or NaN (.inf, .nan, or a number too large for a float) has no JSON form: LiteLLM "
-    "drops the key; write a finite number"
-)
 HOLDS_NUL = (
     "holds U+0000, which PostgreSQL cannot store in LiteLLM's JSON columns (the write fails); "
     "remove it"
@@ -147,8 +143,8 @@ def _values(value: Any, at: JsonPath) -> Iterator[tuple[JsonPath, str, bool]]:
     elif isinstance(value, int) and not isinstance(value, bool):
         if not INT_MIN <= value <= INT_MAX:
             yield at, f"{_number(value)} {OUT_OF_RANGE}", False
-    elif isinstance(value, float) and not math.isfinite(value):
-        yield at, NOT_FINITE, False
+    # A float that is not finite: refused at every position of fleet.yaml, once
+    # (sync/fleet/schema_rules.py nonfinite_problems).
     elif isinstance(value, str) and "\0" in value:
         yield at, HOLDS_NUL, False
     elif isinstance(value, Mapping):

@@ -39,6 +39,8 @@ LITELLM_OWNS: Mapping[str, str | None] = {
     "created_by": "its record of the route, rewritten on Enterprise proxies",
     "updated_by": "its record of the route, rewritten on Enterprise proxies",
     "team_id": "it makes the route a team model, which LiteLLM's team endpoints manage",
+    "team_public_model_name": "it names a team model's public name, which LiteLLM's team "
+    "endpoints manage (sync/litellm/teams.py)",
     "access_via_team_ids": None,
     "direct_access": None,
     "id": None,

@@ -13,7 +13,9 @@ from typing import Any
 
 import httpx
 
+from sync.core.addressing import id_refusal, request_refusal
 from sync.core.render import PAUSED, Route, canonical_json
+from sync.litellm.teams import enterprise_only
 from sync.live.access import CHANGED_BY_HEADER, READ_ONLY, changed_by
 from sync.live.answers import listing_page, parse_route
 from sync.live.errors import ErrorKind as ErrorKind
@@ -112,8 +114,17 @@ class LiteLLMClient:
 
     # -- transport ---------------------------------------------------------------------------
 
-    def _send(self, method: str, url: str, write: bool, **kwargs: Any) -> Any:
-        """One request with retries for transient errors; returns parsed JSON."""
+    def _send(
+        self, method: str, base: str, path: str, write: bool, ids: Sequence[str] = (), **kwargs: Any
+    ) -> Any:
+        """One request with retries for transient errors; returns parsed JSON. Every admin
+        request goes through here, its URL made here: `base` one of the proxy's configured
+        URLs, `path` a literal of this module with one `{}` per id in `ids`, each id written
+        as one exactly-addressed segment (sync/core/addressing.py) or the request refused
+        before anything is sent. Values from an answer go only into `ids`, `params` (httpx
+        encodes each as one value) and JSON bodies, whose selecting ids (`id`,
+        `model_info.id`) must be addressable and the path's id."""
+        url = self._url(method, base, path, ids, kwargs.get("json"))
         last: ProxyError | None = None
         if write:
             kwargs["headers"] = self._write_headers
@@ -156,7 +167,13 @@ class LiteLLMClient:
             text = answer.text
             kind = classify(answer.status, text, write)
             message = f"{where} answered {answer.status}: "
-            if kind is ErrorKind.AUTH and write and answer.status == 403:
+            if answer.status == 403 and enterprise_only(error_message(text)):
+                message = (
+                    f"{where} answered 403: the proxy has no LiteLLM Enterprise licence, which "
+                    "LiteLLM requires for this write (a team model's above all); not a matter "
+                    "of the key: "
+                )
+            elif kind is ErrorKind.AUTH and write and answer.status == 403:
                 message = (
                     f"{READ_ONLY}: the proxy at {_origin(url)} answered 403 to {where}; "
                     f"apply needs a proxy_admin key in {self.key_name}: "
@@ -172,6 +189,20 @@ class LiteLLMClient:
         assert last is not None
         raise last
 
+    def _url(self, method: str, base: str, path: str, ids: Sequence[str], body: Any) -> str:
+        """The URL of one admin request, or ProxyError CLIENT before anything is sent."""
+        base = base.rstrip("/")
+        if base not in self.urls:
+            raise ProxyError(
+                ErrorKind.CLIENT,
+                f"refusing {method} {path}: {strip_userinfo(base)} is not one of the proxy's "
+                "URLs; nothing was sent",
+            )
+        problem = request_refusal(method, path, ids, body)
+        if problem:
+            raise ProxyError(ErrorKind.CLIENT, problem)
+        return base + path.format(*ids)
+
     def _exchange(self, method: str, url: str, **kwargs: Any) -> Answer:
         """One request and its whole answer within the deadline (--timeout) and MAX_BODY_BYTES."""
         return exchange(self._http, method, url, seconds=self.timeout, cap=MAX_BODY_BYTES, **kwargs)
@@ -181,7 +212,7 @@ class LiteLLMClient:
     def check_ready(self, url: str) -> None:
         """Fail early on a proxy without a database (it lists nothing and cannot write)."""
         try:
-            data = self._send("GET", f"{url}/health/readiness", write=False)
+            data = self._send("GET", url, "/health/readiness", write=False)
         except ProxyError as exc:
             if exc.kind is ErrorKind.TRANSIENT:
                 raise ProxyError(
@@ -212,7 +243,7 @@ class LiteLLMClient:
         /health/readiness, which newer ones keep to status + db)."""
         for path in ("/health/readiness/details", "/health/readiness"):
             try:
-                data = self._send("GET", f"{url}{path}", write=False)
+                data = self._send("GET", url, path, write=False)
             except ProxyError:
                 continue  # no such endpoint here, or it failed: the version stays unknown
             version = data.get("litellm_version") if isinstance(data, dict) else None
@@ -224,7 +255,7 @@ class LiteLLMClient:
         """The providers LiteLLM lists at GET /public/providers (its LlmProviders, 1.98.1 to
         1.110.2; no key needed), or why it could not be read."""
         try:
-            data = self._send("GET", f"{url}/public/providers", write=False)
+            data = self._send("GET", url, "/public/providers", write=False)
         except ProxyError as exc:
             return str(exc)
         if not isinstance(data, list) or not all(isinstance(p, str) for p in data):
@@ -235,13 +266,13 @@ class LiteLLMClient:
         """The user role of the key in use (proxy_admin_viewer, ...), or None when the proxy does
         not say: the master key has no key row, and a proxy may refuse either lookup."""
         try:
-            key = self._send("GET", f"{self.write_url}/key/info", write=False)
+            key = self._send("GET", self.write_url, "/key/info", write=False)
             info = key.get("info") if isinstance(key, dict) else None
             user_id = info.get("user_id") if isinstance(info, dict) else None
             if not isinstance(user_id, str) or not user_id:
                 return None
             user = self._send(
-                "GET", f"{self.write_url}/user/info", write=False, params={"user_id": user_id}
+                "GET", self.write_url, "/user/info", write=False, params={"user_id": user_id}
             )
         except ProxyError:
             return None  # not knowing is no reason to stop: a refused write still says why
@@ -314,10 +345,7 @@ class LiteLLMClient:
         page, total, pages = 1, -1, 1
         while page <= pages:
             data = self._send(
-                "GET",
-                f"{base}/v2/model/info",
-                write=False,
-                params={"page": page, "size": size},
+                "GET", base, "/v2/model/info", write=False, params={"page": page, "size": size}
             )
             try:
                 items, count, page_count = listing_page(data, page, size)
@@ -345,15 +373,18 @@ class LiteLLMClient:
         """The route as the router lists it (what clients route on), or None. Read through the
         model group's listing: `?modelId=` falls back to the database row, which a route LiteLLM
         stored but could not load still has."""
+        _check_id(route_id, "GET /v2/model/info?model=<name> (read-back)")
         rows = self._group_rows(url or self.pod_for(route_id), {"model": model_name})
         return next((r for r in rows if r.id == route_id), None)
 
     def find_stored(self, route_id: str, url: str | None = None) -> Route | None:
         """The route as LiteLLM stored it, listed or not (`?modelId=` reads the router, then the
         database)."""
+        _check_id(route_id, "GET /v2/model/info?modelId=<id>")
         data = self._send(
             "GET",
-            f"{url or self.pod_for(route_id)}/v2/model/info",
+            url or self.pod_for(route_id),
+            "/v2/model/info",
             write=False,
             params={"modelId": route_id},
         )
@@ -373,7 +404,7 @@ class LiteLLMClient:
 
     def entries(self, base: str, params: Mapping[str, str | int]) -> list[Any]:
         """The `data` list of one GET /v2/model/info answer (entries unchecked: parse_route)."""
-        data = self._send("GET", f"{base}/v2/model/info", write=False, params=params)
+        data = self._send("GET", base, "/v2/model/info", write=False, params=params)
         entries = data.get("data") if isinstance(data, dict) else None
         if not isinstance(entries, list):
             raise ProxyError(ErrorKind.BAD_RESPONSE, f"{_origin(base)}: an answer has no data list")
@@ -399,9 +430,7 @@ class LiteLLMClient:
         """POST /model/new; a route to be paused (a drained host's replacement) is sent with
         `blocked` (LiteLLM >= 1.108.7 stores it paused) and then paused by a PATCH (1.98.1
         stores it unpaused and ignores the flag)."""
-        self._send(
-            "POST", f"{self.pod_for(route.id)}/model/new", write=True, json=write_body(route)
-        )
+        self._send("POST", self.pod_for(route.id), "/model/new", write=True, json=write_body(route))
         if route.paused:
             self.pause(route.id, True)
 
@@ -411,8 +440,10 @@ class LiteLLMClient:
         the others: it removes none, a key sent as null included."""
         self._send(
             "PATCH",
-            f"{self.pod_for(route.id)}/model/{route.id}/update",
+            self.pod_for(route.id),
+            "/model/{}/update",
             write=True,
+            ids=(route.id,),
             json=write_body(route),
         )
 
@@ -421,8 +452,10 @@ class LiteLLMClient:
         route's id, values, api_key and spend stay; its router sends a paused route nothing)."""
         self._send(
             "PATCH",
-            f"{self.pod_for(route_id)}/model/{route_id}/update",
+            self.pod_for(route_id),
+            "/model/{}/update",
             write=True,
+            ids=(route_id,),
             json={"model_info": {"id": route_id}, PAUSED: paused},
         )
 
@@ -432,15 +465,17 @@ class LiteLLMClient:
         (values encrypted: the keys tell what is stored, api_key included)."""
         answer = self._send(
             "PATCH",
-            f"{self.pod_for(route_id)}/model/{route_id}/update",
+            self.pod_for(route_id),
+            "/model/{}/update",
             write=True,
+            ids=(route_id,),
             json={"model_info": {"id": route_id}, "litellm_params_to_remove": list(keys)},
         )
         return answer if isinstance(answer, dict) else {}
 
     def delete(self, route_id: str) -> None:
         self._send(
-            "POST", f"{self.pod_for(route_id)}/model/delete", write=True, json={"id": route_id}
+            "POST", self.pod_for(route_id), "/model/delete", write=True, json={"id": route_id}
         )
 
 
@@ -452,6 +487,12 @@ def write_body(route: Route) -> dict[str, Any]:
     if isinstance(pause, bool):
         body[PAUSED] = pause
     return body
+
+
+def _check_id(rid: str, where: str) -> None:
+    problem = id_refusal(rid, where)
+    if problem:
+        raise ProxyError(ErrorKind.CLIENT, problem)
 
 
 def _fingerprint(routes: Sequence[Route]) -> object:

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from sync.errors import FleetSyncError
+from sync.litellm.teams import enterprise_only
 from sync.secrets.display import printable
 from sync.untrusted.json_parser import parse_json
 
@@ -76,6 +77,10 @@ def classify(status: int, body: str, write: bool) -> ErrorKind:
     """Error class of an HTTP answer (pure, so it is tested on plain data: tests/cases/litellm
     holds what each tested LiteLLM version really answers)."""
     text = error_message(body).lower()
+    if status == 403 and enterprise_only(text):
+        # LiteLLM's licence refusal (a team model's write among others): this change fails,
+        # whatever the key; the rest go on.
+        return ErrorKind.CLIENT
     if status in (401, 403):
         return ErrorKind.AUTH
     if "no db connected" in text or "db not connected" in text or "database not connected" in text:

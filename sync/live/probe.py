@@ -1,7 +1,10 @@
 """Edge: ask every enabled host of fleet.yaml what it serves (OpenAI-compatible
 GET {api_base}/models), within a total deadline, with bounded concurrency and a cap on the
 answer. A host's key goes only where KeyTrust allows (sync/gitops/keytrust.py); an address not
-trusted with it is asked without it, and its answer is still a verdict."""
+trusted with it is asked without it, and its answer is still a verdict. A reference naming a
+variable the run holds for another purpose (sync/fleet/runner.py: GitHub's, fleet-sync's own, a
+target's), or whose value is one of those variables' values, is never resolved nor sent,
+whatever fleet.yaml it comes from (validated or not, a base ref, a saved plan)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from sync.core.health import PROBE_TIMEOUT, HostHealth, judge, listed_models
 from sync.core.keytrust import KeyTrust
 from sync.core.render import render
 from sync.fleet.model import Fleet
+from sync.fleet.runner import held_by_run
 from sync.secrets.credentials import is_reference
 from sync.secrets.display import printable
 from sync.untrusted.bounded_http import AnswerLate, AnswerTooLarge, exchange
@@ -65,26 +69,64 @@ def targets(fleet: Fleet) -> tuple[Target, ...]:
     return tuple(out)
 
 
-def resolve_key(key_ref: str | None, environ: Mapping[str, str]) -> tuple[str | None, str]:
-    """(the key to send, a note for the plan when its variable is not set here)."""
+def resolve_key(
+    key_ref: str | None, environ: Mapping[str, str], targets: frozenset[str] = frozenset()
+) -> tuple[str | None, str]:
+    """(the key to send, a note for the plan when none is sent). A variable the run holds for
+    another purpose (targets: the targets' variables) is never read, and a key whose value is
+    such a variable's is never sent."""
     if key_ref is None or not is_reference(key_ref):
         return None, ""
+    if why := runner_refusal(key_ref, targets):
+        return None, why
     name = key_ref.split("/", 1)[1]
     value = environ.get(name)
     if not value:
         return None, f"{name} is not set in fleet-sync's environment: probed without a key"
+    if same := runner_value(value, environ, targets):
+        return None, (
+            f"key not sent: {name} holds the value of {same}, a variable the run holds for "
+            "another purpose"
+        )
     return value, ""
 
 
-def key_for(target: Target, trust: KeyTrust, environ: Mapping[str, str]) -> tuple[str | None, str]:
+def runner_refusal(key_ref: str, targets: frozenset[str]) -> str:
+    """Why a reference names a variable the run holds for another purpose ("" when not)."""
+    why = held_by_run(key_ref.split("/", 1)[1], targets)
+    if why is None:
+        return ""
+    return (
+        f"key not sent: {key_ref} names a variable the run holds for another purpose ({why}); "
+        "validate refuses it"
+    )
+
+
+def runner_value(key: str, environ: Mapping[str, str], targets: frozenset[str]) -> str | None:
+    """The first variable (by name) the run holds for another purpose whose value is `key`: a
+    host's variable set to the job's token or the proxy's key is that secret by another name."""
+    return next((n for n in sorted(environ) if environ[n] == key and held_by_run(n, targets)), None)
+
+
+def key_for(
+    target: Target,
+    trust: KeyTrust,
+    environ: Mapping[str, str],
+    held: frozenset[str] = frozenset(),
+) -> tuple[str | None, str]:
     """(the key to send to this host's address, a note for the plan when none is sent although
-    the host has one). An address not trusted with the key never learns whether it is set."""
+    the host has one). An address not trusted with the key never learns whether it is set; a
+    variable the run holds for another purpose (held: the targets' variables, with those of
+    the trusted ref) is never read."""
     if target.key_ref is None or not is_reference(target.key_ref):
         return None, ""
+    targets = held | trust.held
+    if why := runner_refusal(target.key_ref, targets):
+        return None, why
     refusal = trust.refusal(target.model_name, target.host, target.api_base, target.key_ref)
     if refusal:
         return None, f"key not sent: {refusal}"
-    return resolve_key(target.key_ref, environ)
+    return resolve_key(target.key_ref, environ, targets)
 
 
 def probe_fleet(
@@ -97,7 +139,7 @@ def probe_fleet(
 ) -> tuple[HostHealth, ...]:
     """One HostHealth per enabled host; one request per distinct (address, key sent)."""
     env = os.environ if environ is None else environ
-    wanted = {t: key_for(t, trust, env) for t in targets(fleet)}
+    wanted = {t: key_for(t, trust, env, fleet.target_variables) for t in targets(fleet)}
     # The reference, not the key, tells asks apart: a secret is never a dictionary key.
     sent = {t: (t.key_ref if key else None) for t, (key, _) in wanted.items()}
     keys = {sent[t]: key for t, (key, _) in wanted.items()}

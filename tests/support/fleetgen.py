@@ -41,6 +41,8 @@ OTHER_SOURCE = "org/fleet-b"  # another repository that copied `fleet: f1`
 MODELS = ("m1", "m2", "m3", "m4")
 FOREIGN_MODELS = ("x1", "x2")  # never declared by the fleet under test
 HOSTS = ("a", "b", "c", "d")
+# What LiteLLM lists on a team (BYOK) model (sync/litellm/teams.py): never the fleet's.
+TEAM_INFO = {"team_id": "team-t", "team_public_model_name": "public"}
 ADDRESSES = tuple(f"http://10.0.0.{i}:8000/v1" for i in range(1, 7))
 SERVED = ("org/alpha", "org/beta")
 ENV = ("KEY_A", "KEY_B", "REGION")
@@ -393,12 +395,14 @@ class Builder:
         """A route this fleet does not own holding one of its ids: another fleet's, an untagged
         one in another model group, or a config-file route; in this model group or another."""
         draw = self.draw
-        kind = draw(st.sampled_from(["other_fleet", "untagged", "config"]))
-        if kind == "untagged" or draw(st.booleans()):
+        kind = draw(st.sampled_from(["other_fleet", "untagged", "config", "team"]))
+        if kind == "untagged" or (kind != "team" and draw(st.booleans())):
             model = draw(st.sampled_from(elsewhere(model)))
         deployment = portal_route(rid, model, draw(st.sampled_from(ADDRESSES)))
         if kind == "other_fleet":
             deployment["model_info"].update({TAG_FLEET: OTHER_FLEET, TAG_HOST: "a"})
+        if kind == "team":  # a team's model in the host's own group, with this fleet's tags
+            deployment["model_info"].update({**TEAM_INFO, TAG_FLEET: FLEET, TAG_HOST: "a"})
         self.put(
             deployment, f"{what} held by {kind} in {model}", "config" if kind == "config" else "db"
         )
@@ -426,7 +430,7 @@ class Builder:
             put(deployment, f"tagged {FLEET} for host {host} (source {source})", how)
         # Other fleets', untagged and config-file routes, in and outside the fleet's groups.
         others = st.tuples(
-            st.sampled_from(["other_fleet", "untagged", "config", "unlisted_other_fleet"]),
+            st.sampled_from(["other_fleet", "untagged", "config", "unlisted_other_fleet", "team"]),
             st.sampled_from((*MODELS, *FOREIGN_MODELS)),
             st.sampled_from(ADDRESSES),
         )
@@ -434,6 +438,12 @@ class Builder:
             deployment = portal_route(f"{kind}-{index}", model, address)
             if kind.endswith("other_fleet"):
                 deployment["model_info"].update({TAG_FLEET: OTHER_FLEET, TAG_HOST: "a"})
+            if kind == "team":  # LiteLLM's team model, listed under the group's public name
+                deployment["model_info"].update(TEAM_INFO)
+                if draw(st.booleans()):
+                    deployment["model_info"].update(
+                        {TAG_FLEET: FLEET, TAG_HOST: draw(st.sampled_from(HOSTS))}
+                    )
             how = {"config": "config", "unlisted_other_fleet": "unlisted"}.get(kind, "db")
             put(deployment, f"{kind} in {model}", how)
 
