@@ -296,3 +296,40 @@ def test_a_route_adopted_under_litellms_id_is_judged_by_its_hosts_probe() -> Non
     served = gate(plan, [health(fleet, "m", "a", "serves", ("org/m",))], require=True)
     assert [c.id for c in served.changes] == ["6f1c2a90-adopted"]
     assert "probe: serves org/m" in plan_text(served)
+
+
+def test_require_withholds_a_resume_of_a_host_that_does_not_serve_but_never_a_pause() -> None:
+    """A resume puts a route back in service: like a create it waits for proof the host serves.
+    A pause (a drained host) takes it out of service: it needs none, and gets no probe."""
+    fleet = fleet_of(
+        {
+            "m": {
+                "served_model": "org/m",
+                "litellm_params": {"rpm": 10},
+                "hosts": [
+                    {"name": "a", "api_base": NEW},
+                    {"name": "b", "api_base": OLD, "enabled": False},
+                    {"name": "c", "api_base": "http://10.0.0.3:8000/v1"},
+                ],
+            }
+        }
+    )
+    enabled = two_host_fleet()  # renders b as enabled: what the proxy held before the drain
+    b = next(r for r in render(enabled) if r.host == "b")
+    a = live_as(fleet, "m", "a")
+    live = [
+        Route(a.id, a.model_name, a.litellm_params, {**a.model_info, "blocked": True}),
+        Route(b.id, "m", b.litellm_params, {**b.model_info, "blocked": False}),
+        live_as(fleet, "m", "c"),
+    ]
+    plan = make_plan(fleet, render(fleet), live, litellm_version="1.108.7")
+    assert sorted((c.host, getattr(c, "pause", None)) for c in plan.changes) == [
+        ("a", False),
+        ("b", True),
+    ]
+    # What verify matches answers to: the routes that serve after the apply, the paused one not.
+    assert sorted(r.host or "" for r in plan.serving) == ["a", "c"]
+    gated = gate(plan, [health(fleet, "m", "a", "no_answer")], require=True)
+    [held] = gated.withheld
+    assert held.change.host == "a" and "cannot connect" in held.reason
+    assert [c.host for c in gated.changes] == ["b"]

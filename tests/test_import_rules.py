@@ -431,3 +431,17 @@ def test_model_info_keys_and_model_information_stay_on_the_route() -> None:
         "model_info.supports_vision": SHARED_INFO,
     }
     assert "known" not in imported.kept  # LiteLLM's cost map values: nothing to say
+
+
+def test_a_paused_route_is_imported_as_a_drained_host_so_the_plan_keeps_it_paused() -> None:
+    """LiteLLM lists a paused route with model_info.blocked: import writes `enabled: false`
+    (its pause is state fleet.yaml holds), never `blocked` itself, and the plan changes
+    nothing about the pause."""
+    base = {"model": "hosted_vllm/org/m"}
+    routes = [
+        route("1", "m", {**base, "api_base": "http://10.0.0.1:8000/v1"}, blocked=True),
+        route("2", "m", {**base, "api_base": "http://10.0.0.2:8000/v1"}, blocked=False),
+    ]
+    hosts = validates(import_fleet(routes, "f"))["models"]["m"]["hosts"]
+    assert [h.get("enabled", True) for h in hosts] == [False, True]
+    assert "blocked" not in import_fleet(routes, "f").text

@@ -39,6 +39,7 @@ PARAM_DEFAULTS = {
 }
 ENRICHMENT = {
     "db_model": True,
+    "blocked": False,  # every database route: its pause flag
     "key": "hosted_vllm/org/m",
     "litellm_provider": "hosted_vllm",
     "max_tokens": None,
@@ -127,8 +128,9 @@ def describe(change: Change) -> list[str]:
         left += [f"{head} may drop {p}" for p in change.may_drop]
         left += [f"{head} not created by fleet-sync"] if change.foreign else []
     listed = [f"{head} not listed"] if isinstance(change, Update) and not change.listed else []
+    paused = [f"{head} paused"] if change.route.paused else []
     return (
-        [head, f"{head} id {change.id}", *listed, *left]
+        [head, f"{head} id {change.id}", *listed, *left, *paused]
         + [f"{head} {d.path}" for d in change.diff]
         + [f"{head} {d.path}: {d.before} -> {d.after}" for d in change.diff]
     )

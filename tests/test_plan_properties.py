@@ -22,6 +22,7 @@ from sync.core.render import (
     Route,
     canonical_json,
     generation,
+    render_drained,
     route_id,
     with_generation,
     with_id,
@@ -30,6 +31,7 @@ from sync.core.safety import MIN_OWNED_FOR_PERCENT, refusals
 from sync.fleet.model import normalise_address
 from sync.litellm.normalise import readable
 from sync.litellm.owned import NEVER_LISTED
+from sync.live.client import write_body
 from sync.live.rollback import restore
 
 from .support.fleetgen import World, worlds
@@ -51,7 +53,7 @@ def owned_by_rule(route: Route, world: World) -> bool:
         )
         return route.fleet == fleet.name and (ours or world.take_over)
     base = generation(route.id)[0]  # a replacement's id is a later generation of the host's
-    wanted = next((r for r in world.desired if r.id == base), None)
+    wanted = next((r for r in every_host(world) if r.id == base), None)
     if wanted is not None:
         return route.model_name == wanted.model_name
     return fleet.owns == "model_groups" and route.model_name in fleet.model_names
@@ -64,7 +66,13 @@ def created_by_rule(route: Route, world: World) -> bool:
     named = (
         route_id(route.fleet, route.model_name, route.host) if route.fleet and route.host else None
     )
-    return base == named or any(d.id == base for d in world.desired)
+    return base == named or any(d.id == base for d in every_host(world))
+
+
+def every_host(world: World) -> tuple[Route, ...]:
+    """The route of every host fleet.yaml lists: the enabled ones, and the drained ones, whose
+    routes stay paused (every LiteLLM the in-memory proxy plays can pause)."""
+    return (*world.desired, *render_drained(world.fleet))
 
 
 def host_of(route: Route, world: World) -> Route | None:
@@ -73,8 +81,8 @@ def host_of(route: Route, world: World) -> Route | None:
     tags naming the host, in its model group; this fleet's tags naming a host fleet.yaml no longer
     renders in that group, on a route fleet-sync did not create, at the host's address (renamed);
     an untagged route of its model at its address (owns: model_groups). None: the route serves
-    no host fleet.yaml wants."""
-    desired = world.desired
+    no host fleet.yaml lists (a drained host's route is its own, paused)."""
+    desired = every_host(world)
     by_family = next((d for d in desired if d.id == generation(route.id)[0]), None)
     if by_family is not None:
         return by_family
@@ -235,6 +243,7 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
         base, n = generation(rid)
         rendered = with_generation(route, n) if base == route.id else with_id(route, rid)
         assert row.listed and row.model_name == route.model_name, explain(world, plan)
+        assert not row.blocked, f"{rid} serves enabled host {route.host} paused"
         unseen = blind_spots(world, route.id, rendered)
         kept = may_keep(rid, before, creates.get(rid), rendered)
         for section, want, have in (
@@ -251,6 +260,11 @@ def test_plan_apply_plan_is_empty_and_live_is_what_fleet_yaml_says(world: World)
                     f"{rid} stores {section}.{key}={have.get(key, ABSENT)!r}, fleet.yaml "
                     f"says {wanted!r}\n{explain(world, plan)}"
                 )
+    # A drained host's route stays, paused (its id and what LiteLLM never lists kept).
+    drained = {(m.name, h.name) for m in world.fleet.models for h in m.hosts if not h.enabled}
+    for host in drained & serving.keys():
+        rows = [world.proxy.rows[rid] for rid in serving.pop(host)]
+        assert len(rows) == 1 and rows[0].blocked, f"{host}: {rows}\n{explain(world, plan)}"
     assert not serving, f"owned routes serving no host: {serving}\n{explain(world, plan)}"
     event("converged from changes" if plan.changes else "already in sync")
     for note in world.notes:  # which live states the generator made (--hypothesis-show-statistics)
@@ -268,7 +282,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
     foreign = foreign_ids(world)
     plan = world.plan()
     apply(world.proxy, plan)
-    desired = {(r.model_name, r.host): r for r in world.desired}
+    desired = {(r.model_name, r.host): r for r in every_host(world)}
     for rid, row in world.proxy.rows.items():
         old = before.rows.get(rid)
         host = desired.get((row.model_name, row.model_info.get(TAG_HOST)))
@@ -295,7 +309,7 @@ def test_apply_keeps_what_litellm_never_lists_on_every_route_that_stays(world: W
         if host is not None:
             served.setdefault(host.id, []).append(route)
     for host_id, routes in served.items():
-        host = next(d for d in world.desired if d.id == host_id)
+        host = next(d for d in every_host(world) if d.id == host_id)
         held = {
             key: before.rows[r.id].litellm_params[key]
             for r in routes
@@ -358,19 +372,34 @@ def test_writing_back_an_update_restores_every_stored_value_it_changed(world: Wo
         before = copy.deepcopy(proxy.rows[change.id])
         if change.removes:
             proxy.remove_keys(change.id, [path.split(".", 1)[1] for path in change.removes])
-        proxy.patch(change.id, change.route.deployment())
+        proxy.patch(change.id, write_body(change.route))
         undo = restore(change)
         if isinstance(undo, str):
             event("an update that cannot be written back")
             continue
-        proxy.patch(change.id, undo.route.deployment())
+        proxy.patch(change.id, write_body(undo.route))
         after = proxy.rows[change.id]
         # LiteLLM lists a key of PARAM_DEFAULTS with its default whether stored or not: the
-        # write-back may store the default the update's `before` listed.
-        assert (after.model_name, as_listed(after.litellm_params), after.model_info) == (
+        # write-back may store the default the update's `before` listed. A PATCH sends the
+        # whole route: a key LiteLLM never lists that the row lacked and fleet.yaml sets (no
+        # plan can see it missing) is written by it, and no PATCH removes it again; an update
+        # for another reason (a pause's resume, say) sends it too.
+        resent = {
+            k
+            for k in NEVER_LISTED & change.route.litellm_params.keys()
+            if k not in before.litellm_params
+        }
+        kept = {k: v for k, v in after.litellm_params.items() if k not in resent}
+        assert (
+            after.model_name,
+            as_listed(kept),
+            after.model_info,
+            after.blocked,  # a pause or resume is written back too
+        ) == (
             before.model_name,
             as_listed(before.litellm_params),
             before.model_info,
+            before.blocked,
         ), explain(world, plan)
         event("an update written back")
 
@@ -434,8 +463,10 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
             ), explain(world, plan)
     after = copy.deepcopy(world.proxy)
     apply(after, plan)
-    # A team's route serves its team only (LiteLLM's router): no route of the group for others.
-    serving = {r.model_name for r in after.listing() if "team_id" not in r.model_info}
+    # A team's route serves its team only (LiteLLM's router), and a paused one nobody.
+    serving = {
+        r.model_name for r in after.listing() if "team_id" not in r.model_info and not r.paused
+    }
     listed = {r.id for r in world.listed()}
     expected = []
     if prunes and not world.desired:
@@ -446,7 +477,17 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
     ):
         expected.append("max_prune_percent")
     for model in sorted(world.fleet.model_names - serving):
-        if any(c.model_name == model and c.id in listed for c in prunes):
+        if any(
+            c.model_name == model and c.id in listed and not live[c.id].paused for c in prunes
+        ) or any(
+            c.model_name == model
+            and (
+                (isinstance(c, Update) and c.pause is True)
+                or (isinstance(c, Create) and c.replaces in listed and c.route.paused)
+            )
+            and not live[c.replaces if isinstance(c, Create) and c.replaces else c.id].paused
+            for c in plan.changes
+        ):
             expected.append(f"model {model} would be left with no routes")
     expected += [f"id {rid} is held" for rid in sorted(conflicts_by_rule(world))]
     for change in plan.changes:  # a replacement of a route fleet-sync did not create

@@ -86,6 +86,7 @@ INPUTS: dict[str, Callable[[], dict[str, str]]] = {
     "removals-and-generations": plan_input("13-removals"),
     "conflicts-and-ignored": plan_input("25-conflict-only-without-a-route-of-its-own"),
     "stored-not-listed": plan_input("12-stored-not-listed"),
+    "pauses-and-resumes": plan_input("34-drain-pauses-and-resumes"),
     "withheld-by-health": lambda: plan_reports(withheld_plan(), ()),
     "pull-request": pull_request,
     "apply-with-failures": failed_apply,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sync.core.compare import FieldChange
+from sync.core.compare import FieldChange, pause_of
 from sync.core.render import Route
 
 
@@ -59,6 +59,12 @@ class Update(RouteChange):
     listed: bool = True
     # Top-level litellm_params keys it removes in place (LiteLLM 1.109+ litellm_params_to_remove).
     removes: tuple[str, ...] = ()
+
+    @property
+    def pause(self) -> bool | None:
+        """True: it pauses the route (its host is drained); False: it resumes a paused route;
+        None: the pause state stays."""
+        return pause_of(self.diff)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sync.core.render import READ, TAG_PATHS, TAGS, Route, value_digest
+from sync.core.render import PAUSED, READ, TAG_PATHS, TAGS, Route, value_digest
 from sync.litellm.normalise import SECTIONS, Path, leaves, readable, same
 from sync.litellm.redirects import provider_of, redirecting
 from sync.secrets.credentials import is_reference
@@ -22,6 +22,8 @@ UNREADABLE = "(not shown: LiteLLM masks or resolves it)"
 MALFORMED_RECORD = "(malformed: rewritten)"
 Checked = Literal["read", "digest"]
 OWN_ADDRESS: tuple[Path, ...] = (("litellm_params", "model"), ("litellm_params", "api_base"))
+# The pause state, compared on every route (LiteLLM lists it on every database route).
+PAUSE_PATH: Path = ("model_info", PAUSED)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def _leaves(route: Route, tops: Set[Path] | None = None) -> dict[Path, Any]:
         out.update(
             (p, v)
             for p, v in leaves(section, values)
-            if v is not None and p[:2] != ("model_info", TAG_PATHS)
+            if v is not None and p[:2] not in (("model_info", TAG_PATHS), PAUSE_PATH)
         )
     return out
 
@@ -122,6 +124,8 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     for path in extras:
         if path in hidden:  # api_key is never listed: the record says it was written
             yield _change(path, UNREADABLE, ABSENT, "digest")
+    if live.paused != desired.paused:  # a pause (a drained host) or a resume
+        yield _change(PAUSE_PATH, live.paused, desired.paused)
     if live.record_malformed:  # written whole again by the update: the next plan reads it
         at = ("model_info", TAG_PATHS)
         yield _change(at, MALFORMED_RECORD, desired.model_info.get(TAG_PATHS, ABSENT))
@@ -186,6 +190,14 @@ def _gone(path: Path, value: Any, written_hidden: bool) -> FieldChange:
     if written_hidden or not readable(path, value):
         return _change(path, UNREADABLE, ABSENT, "digest")
     return _change(path, value, ABSENT)
+
+
+def pause_of(changes: Iterable[FieldChange]) -> bool | None:
+    """True: these changes pause the route; False: they resume it; None: neither."""
+    for change in changes:
+        if change.parts == PAUSE_PATH:
+            return change.after is True
+    return None
 
 
 def removed_keys(changes: Iterable[FieldChange], desired: Route) -> tuple[str, ...]:

@@ -11,7 +11,8 @@ from sync.core.health import HostHealth
 from sync.core.plan import Change, Delete, Plan, Update, Withheld
 
 # An update re-points its route only when one of these changes; an rpm or timeout change on a
-# host that is down keeps the route where it is, so it is never withheld.
+# host that is down keeps the route where it is, so it is never withheld. A resume puts the
+# route back in service: like a create, it waits for proof the host serves.
 POINTING = ("litellm_params.api_base", "litellm_params.model")
 
 
@@ -50,9 +51,11 @@ def gate(plan: Plan, health: Iterable[HostHealth], require: bool) -> Plan:
 
 def _unproven(change: Change, health: HostHealth | None) -> str:
     """Why this change must wait for its host (empty when it may run)."""
-    if isinstance(change, Delete):
-        return ""
-    if isinstance(change, Update) and not any(d.path in POINTING for d in change.diff):
+    if isinstance(change, Delete) or change.route.paused:
+        return ""  # a paused route serves nothing: it needs no proof, nor can give one
+    # An update that neither re-points its route nor resumes it keeps it where it is.
+    pointing = any(d.path in POINTING for d in change.diff)
+    if isinstance(change, Update) and change.pause is not False and not pointing:
         return ""
     if health is None:
         return f"host {change.host} was not probed; health: require needs proof it serves"

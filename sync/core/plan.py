@@ -203,6 +203,10 @@ def change_json(change: Change) -> dict[str, Any]:
             out["replaced_by"] = change.replaced_by
         if change.may_drop:
             out["may_drop"] = list(change.may_drop)
+    if isinstance(change, Update) and change.pause is not None:
+        out["pause"] = "pause" if change.pause else "resume"  # LiteLLM's `blocked`, set/cleared
+    if isinstance(change, Create) and change.route.paused:
+        out["paused"] = True  # created paused (its host is drained)
     if isinstance(change, Update | Delete):
         if change.removes:
             out["removes"] = list(change.removes)

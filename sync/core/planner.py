@@ -14,7 +14,15 @@ from sync.core.compare import diff, removed_keys
 from sync.core.identity import Extra, HostRoutes, address, created, match_hosts
 from sync.core.ownership import claim
 from sync.core.plan import Plan
-from sync.core.render import Route, generation, with_generation, with_id
+from sync.core.render import (
+    PAUSED,
+    Route,
+    generation,
+    pausing,
+    render_drained,
+    with_generation,
+    with_id,
+)
 from sync.fleet.model import Fleet
 from sync.litellm.releases import LiteLLMRelease
 from sync.litellm.teams import team_scope
@@ -35,15 +43,20 @@ def make_plan(
 
     In phases: claim (which live routes the fleet owns), converge (each desired host against
     its routes), prune (owned routes no host has, renames taken as replacements), assemble."""
-    desired_by_id = {r.id: r for r in desired}
+    release = LiteLLMRelease(litellm_version)
+    # A drained host's route is paused where LiteLLM can pause (its listing shows the flag on
+    # every database route, whatever version it reports), else deleted as a prune.
+    pauses = release.pauses or any(PAUSED in r.model_info for r in live)
+    wanted = [*desired, *(render_drained(fleet) if pauses else ())]
+    desired_by_id = {r.id: r for r in wanted}
     dead = {r.id for r in unlisted} - {r.id for r in live}
     everything = [*live, *(r for r in unlisted if r.id in dead)]
     claimed = _claim(fleet, desired_by_id, everything, take_over)
     work = _Work(ignored=list(claimed.ignored))
-    in_place = LiteLLMRelease(litellm_version).removes_params_in_place
-    hosts = match_hosts(desired, claimed.owned.values(), claimed.adopted, dead)
+    in_place = release.removes_params_in_place
+    hosts = match_hosts(wanted, claimed.owned.values(), claimed.adopted, dead)
     live_by_id = {r.id: r for r in everything}
-    for route in desired:
+    for route in wanted:
         _converge_host(route, hosts.get(route.id), live_by_id, claimed, in_place, dead, work)
     orphans = _orphans(fleet, claimed.owned, claimed.adopted, hosts, dead, desired_by_id.keys())
     renamed = _renames(work.creates, orphans, desired_by_id.keys())
@@ -111,7 +124,12 @@ def _converge_host(
     dead: Set[str],
     work: _Work,
 ) -> None:
-    """One desired host against the routes it has: create, update, replace, or a conflict."""
+    """One desired host against the routes it has: create, update, replace, or a conflict. A
+    drained host (its route paused) without a route gets none: there is nothing to pause."""
+    if found is None and route.paused:
+        if route.id in claimed.reasons:  # its id held by a route not the fleet's: shown aside
+            work.ignored.append(Ignored(live_by_id[route.id], claimed.reasons[route.id]))
+        return
     if found is None:
         holder = live_by_id.get(route.id)
         if holder is None:
@@ -124,7 +142,8 @@ def _converge_host(
         work.ignored.append(Ignored(live_by_id[route.id], claimed.reasons[route.id]))
     current = found.current
     target, change, removes = _converge(route, current, live_by_id, in_place, dead)
-    work.serving.append(target)
+    if not target.paused:  # a paused route answers nothing
+        work.serving.append(target)
     if isinstance(change, Create):
         work.creates.append(change)
         work.deletes.append(
@@ -156,7 +175,7 @@ def _assemble(
     groups: dict[str, int] = {}
     for route in live:  # what serves: rows the router does not list count for nothing
         if team_scope(route.model_name, route.model_info) is None:  # a team's serves its team only
-            groups[route.model_name] = groups.get(route.model_name, 0) + 1
+            groups[route.model_name] = groups.get(route.model_name, 0) + (not route.paused)
     changes = (
         sorted(work.creates, key=order)
         + sorted(work.updates, key=order)
@@ -286,6 +305,8 @@ def _converge(
     serve, the change, the keys removed)."""
     base, n = generation(current.id)
     ours = base == desired.id  # fleet-sync created it (under the host's derived id)
+    if current.paused:  # paused on the proxy: written back to what fleet.yaml wants
+        desired = pausing(desired, desired.paused)
     target = with_generation(desired, n) if ours else with_id(desired, current.id)
     changes = diff(current, target)
     removes = removed_keys(changes, target)

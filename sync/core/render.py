@@ -26,6 +26,11 @@ TAG_SOURCE = "fleet_sync_source"  # the repository that writes the route (see ow
 TAG_PATHS = "fleet_sync_paths"
 TAGS = frozenset({TAG_FLEET, TAG_HOST, TAG_DIGEST, TAG_PATHS, TAG_SOURCE})
 TAG_PREFIX = "fleet_sync_"  # every tag's, these and any a later fleet-sync adds
+# LiteLLM's pause flag: it lists every database route with model_info.blocked (its
+# LiteLLM_ProxyModelTable.blocked column), and its router sends a paused route nothing. On a
+# desired route it is the pause state fleet-sync writes (True for a drained host): never part of
+# the record of paths or the digest, it is written apart from model_info (sync/live/client.py).
+PAUSED = "blocked"
 READ = "read"
 # What a route id, a host name import makes up, or a branch name may not hold: one rule for
 # the three, so a name safe in one is safe in the others.
@@ -79,6 +84,11 @@ class Route:
                 return None
             out[path] = marker
         return out
+
+    @property
+    def paused(self) -> bool:
+        """Paused by LiteLLM's `blocked` flag: listed, but its router sends it nothing."""
+        return self.model_info.get(PAUSED) is True
 
     @property
     def record_malformed(self) -> bool:
@@ -169,7 +179,7 @@ def paths_record(litellm_params: Mapping[str, Any], model_info: Mapping[str, Any
     entries = []
     for section, values in (("litellm_params", litellm_params), ("model_info", model_info)):
         for path, value in leaves(section, values):
-            if section == "model_info" and (path[1] == "id" or path[1] in TAGS):
+            if section == "model_info" and (path[1] in ("id", PAUSED) or path[1] in TAGS):
                 continue
             marker = READ if readable(path, value) else value_digest(value)
             entries.append(f"{marker} {_path_text(path)}")
@@ -214,11 +224,15 @@ def _stamp(
     source: str | None,
 ) -> Route:
     """The route as written: the id, the ownership tags, the record of paths, the digest."""
-    info: dict[str, Any] = {**user_info, "id": rid, TAG_FLEET: fleet, TAG_HOST: host}
+    pause = user_info.get(PAUSED)
+    info: dict[str, Any] = {k: v for k, v in user_info.items() if k != PAUSED}
+    info.update({"id": rid, TAG_FLEET: fleet, TAG_HOST: host})
     if source:
         info[TAG_SOURCE] = source
     info[TAG_PATHS] = paths_record(params, info)
     info[TAG_DIGEST] = route_digest(model_name, params, info)
+    if isinstance(pause, bool):  # the pause state to write: apart from the record and digest
+        info[PAUSED] = pause
     return Route(
         id=rid, model_name=model_name, litellm_params=_sorted(params), model_info=_sorted(info)
     )
@@ -248,6 +262,14 @@ def with_id(route: Route, rid: str) -> Route:
     )
 
 
+def pausing(route: Route, paused: bool) -> Route:
+    """The route with this pause state to write (its record of paths and digest unchanged)."""
+    if route.model_info.get(PAUSED) is paused:
+        return route
+    info = _sorted({**route.model_info, PAUSED: paused})
+    return Route(route.id, route.model_name, route.litellm_params, info)
+
+
 def _sorted(mapping: Mapping[str, Any]) -> dict[str, Any]:
     return {k: mapping[k] for k in sorted(mapping)}
 
@@ -272,6 +294,18 @@ def render(fleet: Fleet) -> tuple[Route, ...]:
     )
     _last = (weakref.ref(fleet), routes)
     return routes
+
+
+def render_drained(fleet: Fleet) -> tuple[Route, ...]:
+    """The route of each drained host (enabled: false), paused: what its live route becomes.
+    A drained host is never created (a paused route serves nothing); the planner pauses the
+    route it has, keeping its id and what LiteLLM never lists (api_key, spend)."""
+    return tuple(
+        pausing(_render_host(fleet, model, host), True)
+        for model in fleet.models
+        for host in model.hosts
+        if not host.enabled
+    )
 
 
 def render_config(routes: Iterable[Route]) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sync.core.plan import Create, Delete, Plan, Update
+from sync.core.plan import Create, Delete, Plan
 from sync.fleet.model import normalise_address
 from sync.litellm.redirects import REDIRECTS
 
@@ -34,27 +34,9 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
                 f"({percent:.0f}% > safety.max_prune_percent {max_prune_percent:g}%); "
                 "review it, then --force required"
             )
-    # Only what the router lists serves: a stored row it does not list counts for nothing, and
-    # an update of such a row (the repair) counts like a create. Apply deletes a group's routes
-    # only once its creates and updates are listed by the router.
-    after = dict(plan.live_groups)
-    for change in plan.changes:
-        if isinstance(change, Create) or (isinstance(change, Update) and not change.listed):
-            after[change.model_name] = after.get(change.model_name, 0) + 1
-        elif isinstance(change, Delete) and change.listed:
-            after[change.model_name] = after.get(change.model_name, 0) - 1
-        elif isinstance(change, Update) and change.before.model_name != change.model_name:
-            # The update moves a serving route from the group it sits in to its own.
-            after[change.before.model_name] = after.get(change.before.model_name, 0) - 1
-            after[change.model_name] = after.get(change.model_name, 0) + 1
-    for model in sorted(plan.declared_models):
-        pruned = [c for c in prunes if c.model_name == model and c.listed]
-        if pruned and after.get(model, 0) <= 0:
-            reasons.append(
-                f"model {model} would be left with no routes while fleet.yaml still declares it "
-                f"({len(pruned)} pruned); enable a host, or --force required"
-            )
+    reasons += _groups_left_empty(plan, prunes)
     reasons += unseen_keys(plan) + foreign_duplicates(plan) + foreign_prunes(plan)
+    reasons += drains_without_pause(plan)
     for conflict in plan.conflicts:
         reasons.append(
             f"{conflict.desired.model_name} host {conflict.desired.host}: id {conflict.id} is "
@@ -63,6 +45,54 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
             "required to apply the rest"
         )
     return tuple(reasons)
+
+
+def _groups_left_empty(plan: Plan, prunes: list[Delete]) -> list[str]:
+    """A declared model the plan leaves with no route that serves. Only what the router lists
+    and has not paused serves: a stored row it does not list, or a paused route (LiteLLM
+    answers 403 "Model is blocked" when every route of a model is paused), counts for nothing;
+    an update of an unlisted row (the repair) or a resume counts like a create, a pause like a
+    prune. Apply deletes a group's routes only once its creates and updates are listed."""
+    after = dict(plan.live_groups)
+
+    def add(model: str, n: int) -> None:
+        after[model] = after.get(model, 0) + n
+
+    lost: dict[str, list[str]] = {}
+    paused_creates = {c.id for c in plan.changes if isinstance(c, Create) and c.route.paused}
+    for change in plan.changes:
+        if isinstance(change, Create):
+            add(change.model_name, not change.route.paused)
+        elif isinstance(change, Delete):
+            if change.listed and not change.route.paused:
+                add(change.model_name, -1)
+                if change.replaced_by in paused_creates:  # its host serves no more
+                    lost.setdefault(change.model_name, []).append("replaced by a paused route")
+        elif not change.listed:
+            add(change.model_name, not change.route.paused)
+        else:
+            served_before, serves = not change.before.paused, not change.route.paused
+            add(change.before.model_name, -served_before)
+            add(change.model_name, serves)
+            if served_before and not serves:
+                lost.setdefault(change.model_name, []).append("paused")
+    for delete in prunes:
+        if delete.listed and not delete.route.paused:
+            lost.setdefault(delete.model_name, []).append("pruned")
+    out = []
+    for model in sorted(plan.declared_models):
+        if model in lost and after.get(model, 0) <= 0:
+            kinds = [
+                (lost[model].count(w), w)
+                for w in ("pruned", "paused", "replaced by a paused route")
+            ]
+            counts = ", ".join(f"{n} {w}" for n, w in kinds if n)
+            paused = "; a paused route serves nothing" if set(lost[model]) - {"pruned"} else ""
+            out.append(
+                f"model {model} would be left with no routes while fleet.yaml still declares it "
+                f"({counts}){paused}; enable a host, or --force required"
+            )
+    return out
 
 
 def unseen_keys(plan: Plan) -> list[str]:
@@ -169,3 +199,22 @@ def _address(api_base: object) -> str | None:
         return normalise_address(api_base)
     except (KeyError, ValueError):
         return api_base
+
+
+def drains_without_pause(plan: Plan) -> list[str]:
+    """Where LiteLLM cannot pause a route, draining a host deletes its route: a route fleet-sync
+    did not create takes what LiteLLM never lists (the portal's api_key) with it for good, and
+    `enabled: true` later would create a route without it."""
+    out = []
+    for delete in plan.changes:
+        if not isinstance(delete, Delete) or not delete.drained or not delete.may_drop:
+            continue
+        out.append(
+            f"{delete.model_name} host {delete.host}: draining it deletes route {delete.id}, "
+            f"because LiteLLM {plan.litellm_version or '(version unknown)'} cannot pause a "
+            f"route; fleet-sync did not create it, so {', '.join(delete.may_drop)} (never "
+            "listed by LiteLLM) would go with it for good; set them in fleet.yaml for this "
+            "host, or upgrade LiteLLM to >= 1.98.1 (a drain then pauses the route), or --force "
+            "required"
+        )
+    return out

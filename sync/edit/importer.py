@@ -101,6 +101,7 @@ class _Host:
     params: dict[str, Any]
     info: dict[str, Any]
     kept: dict[str, str]  # path → why
+    paused: bool = False  # LiteLLM's pause: written as `enabled: false`, so a plan keeps it
 
 
 def host_name(api_base: str) -> str:
@@ -174,7 +175,9 @@ def _host(route: Route, fleet: str) -> _Host | _No:
         return _No(REDIRECTED[redirects[0]])
     ours = route.fleet == fleet
     tagged = route.host if ours and route.host and _HOST_NAME.fullmatch(route.host) else None
-    host = _Host(tagged or host_name(api_base), api_base, split[0], split[1], {}, {}, {})
+    host = _Host(
+        tagged or host_name(api_base), api_base, split[0], split[1], {}, {}, {}, route.paused
+    )
     for key in sorted(route.litellm_params):
         value = route.litellm_params[key]
         if key in RESERVED or key in REDIRECTS or value is None:
@@ -290,6 +293,8 @@ def _model(hosts: list[_Host]) -> _Group | _No:
             entry["litellm_params"] = host.params
         if host.info:
             entry["model_info"] = host.info
+        if host.paused:
+            entry["enabled"] = False
         entries.append(entry)
     model: dict[str, Any] = {"served_model": served.pop()}
     providers = {e["provider"] for e in entries}

@@ -10,6 +10,14 @@ from dataclasses import dataclass
 TESTED = ("1.98.1", "1.108.7", "1.110.2")
 # From this release on, PATCH /model/{id}/update honours litellm_params_to_remove (wheels' source).
 REMOVES_IN_PLACE_FROM = (1, 109, 0)
+# LiteLLM's pause (LiteLLM_ProxyModelTable.blocked): PATCH /model/{id}/update takes `blocked`,
+# /v2/model/info lists it as model_info.blocked and the router sends a paused route nothing.
+# Read in the wheels' source of 1.98.1, 1.108.7 and 1.110.2 and checked on each: the oldest
+# release fleet-sync is tested with is where it is known to hold.
+PAUSES_FROM = (1, 98, 1)
+# POST /model/new takes a top-level `blocked` (Deployment.blocked): a route created paused
+# never serves. Earlier releases store it unpaused; fleet-sync pauses it right after.
+CREATES_PAUSED_FROM = (1, 108, 7)
 
 _NUMBER = re.compile(r"^v?(\d+)\.(\d+)\.(\d+)")
 
@@ -44,6 +52,19 @@ class LiteLLMRelease:
         next generation of its id (created first, then the old one deleted)."""
         number = self.number
         return number is not None and number >= REMOVES_IN_PLACE_FROM
+
+    @property
+    def pauses(self) -> bool:
+        """A route can be paused in place (LiteLLM's `blocked`): a drained host's route is
+        paused, keeping its id and what LiteLLM never lists (api_key, spend)."""
+        number = self.number
+        return number is not None and number >= PAUSES_FROM
+
+    @property
+    def creates_paused(self) -> bool:
+        """POST /model/new can store a route paused (else: created, then paused)."""
+        number = self.number
+        return number is not None and number >= CREATES_PAUSED_FROM
 
     @property
     def tested(self) -> bool:

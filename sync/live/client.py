@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from sync.core.addressing import id_refusal, request_refusal
-from sync.core.render import Route, canonical_json
+from sync.core.render import PAUSED, Route, canonical_json
 from sync.litellm.teams import enterprise_only
 from sync.live.access import CHANGED_BY_HEADER, READ_ONLY, changed_by
 from sync.live.answers import listing_page, parse_route
@@ -427,9 +427,12 @@ class LiteLLMClient:
     # -- writes ------------------------------------------------------------------------------
 
     def create(self, route: Route) -> None:
-        self._send(
-            "POST", self.pod_for(route.id), "/model/new", write=True, json=route.deployment()
-        )
+        """POST /model/new; a route to be paused (a drained host's replacement) is sent with
+        `blocked` (LiteLLM >= 1.108.7 stores it paused) and then paused by a PATCH (1.98.1
+        stores it unpaused and ignores the flag)."""
+        self._send("POST", self.pod_for(route.id), "/model/new", write=True, json=write_body(route))
+        if route.paused:
+            self.pause(route.id, True)
 
     def update(self, route: Route) -> None:
         """PATCH with the full desired litellm_params and model_info including its id (without
@@ -441,7 +444,19 @@ class LiteLLMClient:
             "/model/{}/update",
             write=True,
             ids=(route.id,),
-            json=route.deployment(),
+            json=write_body(route),
+        )
+
+    def pause(self, route_id: str, paused: bool) -> None:
+        """PATCH that only sets LiteLLM's pause flag (`blocked`, a column of its own: the
+        route's id, values, api_key and spend stay; its router sends a paused route nothing)."""
+        self._send(
+            "PATCH",
+            self.pod_for(route_id),
+            "/model/{}/update",
+            write=True,
+            ids=(route_id,),
+            json={"model_info": {"id": route_id}, PAUSED: paused},
         )
 
     def remove_keys(self, route_id: str, keys: Sequence[str]) -> Mapping[str, Any]:
@@ -462,6 +477,16 @@ class LiteLLMClient:
         self._send(
             "POST", self.pod_for(route_id), "/model/delete", write=True, json={"id": route_id}
         )
+
+
+def write_body(route: Route) -> dict[str, Any]:
+    """What a create or an update sends: the pause state a route carries goes as LiteLLM's
+    top-level `blocked` (its column), never inside model_info, where its router ignores it."""
+    body = route.deployment()
+    pause = body["model_info"].pop(PAUSED, None)
+    if isinstance(pause, bool):
+        body[PAUSED] = pause
+    return body
 
 
 def _check_id(rid: str, where: str) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from sync.core.compare import ABSENT, UNREADABLE, FieldChange, shown
+from sync.core.compare import ABSENT, UNREADABLE, FieldChange, pause_of, shown
 from sync.core.plan import Change, Conflict, Create, Plan, Update
 from sync.report.redaction import Hidden, desired_value, field_values, shaped, shown_path
 from sync.secrets.display import code
@@ -40,8 +40,38 @@ def outcome_counts(result: Result) -> str:
 
 def summary(plan: Plan) -> str:
     c, u, d = (len(plan.of(a)) for a in ("create", "update", "delete"))
+    verbs = [verb(x) for x in plan.changes]
+    p, r = verbs.count("pause"), verbs.count("resume")
     held = f", {len(plan.withheld)} withheld" if plan.withheld else ""
-    return f"+{c} create, ~{u} update, -{d} prune{held}"
+    paused = "".join(f", ~{n} {w}" for n, w in ((p, "pause"), (r, "resume")) if n)
+    return f"+{c} create, ~{u - p - r} update{paused}, -{d} prune{held}"
+
+
+def verb(change: Change) -> str:
+    """What a change does, in the words plans use: a drain pauses its host's route (LiteLLM's
+    `blocked`: the route keeps its id, api_key and spend, and serves nothing) and an enabled
+    host's paused route is resumed; neither is a prune."""
+    if isinstance(change, Update) and change.pause is not None:
+        return "pause" if change.pause else "resume"
+    return change.action
+
+
+def _pause_line(change: Change) -> list[str]:
+    if isinstance(change, Update) and change.pause:
+        return [
+            f"pause: host {change.host} is drained (enabled: false); the route keeps its id, "
+            "api_key and spend and serves nothing; enabled: true resumes it"
+        ]
+    if isinstance(change, Update) and change.pause is False:
+        return [
+            "resume: the route is paused on the proxy (by hand, or drained before) and "
+            f"fleet.yaml enables host {change.host}; apply resumes it"
+        ]
+    if isinstance(change, Create) and change.route.paused:
+        return [f"created paused: host {change.host} is drained (enabled: false)"]
+    if isinstance(change, Create) and pause_of(change.diff) is False:
+        return [f"resume: {change.replaces} is paused on the proxy; its replacement serves"]
+    return []
 
 
 def litellm_label(plan: Plan, markdown: bool = False) -> str:
@@ -74,10 +104,11 @@ def change_lines(change: Change) -> list[str]:
     """What a change shows, live values hidden by provenance (sync/report/redaction.py)."""
     if isinstance(change, Update):
         lines = [f"{_NOT_LISTED}; sent again"] if not change.listed else []
-        return lines + [_field(d) for d in change.diff]
+        return lines + _pause_line(change) + [_field(d) for d in change.diff]
     if isinstance(change, Create) and change.replaces:
         return [
             f"replaces {change.replaces} (created first, then it is deleted):",
+            *_pause_line(change),
             *(_field(d) for d in change.diff),
             *_leftovers(change),
         ]

@@ -20,6 +20,7 @@ from sync.report.common import (
     no_changes,
     outcome_counts,
     summary,
+    verb,
 )
 from sync.report.health import (
     change_health,
@@ -140,7 +141,7 @@ def _withheld(plan: Plan) -> list[str]:
     body = []
     for w in plan.withheld:
         c = w.change
-        body.append(f"! {c.action} {c.model_name} {c.host or c.id} ({c.id})")
+        body.append(f"! {verb(c)} {c.model_name} {c.host or c.id} ({c.id})")
         body += [f"!     {line}" for line in change_lines(c)]
         body.append(f"!     withheld: {w.reason}")
     return [
@@ -168,7 +169,7 @@ def _changes(changes: Iterable[Change], plan: Plan) -> list[str]:
         lines = []
         for change in items:
             symbol = SYMBOL[change.action]
-            lines.append(f"{symbol} {change.action} {change.host or change.id} ({change.id})")
+            lines.append(f"{symbol} {verb(change)} {change.host or change.id} ({change.id})")
             lines += [f"{symbol}     {line}" for line in change_lines(change)]
             health = change_health(plan, change)
             lines += [f"      {health_line(health, icon=True)}"] if health else []

@@ -20,6 +20,7 @@ from sync.report.common import (
     no_changes,
     outcome_counts,
     summary,
+    verb,
 )
 from sync.report.health import (
     change_health,
@@ -48,14 +49,14 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
     if plan.empty:
         rows.append(("", no_changes()))
     for change in plan.changes:
-        head = f"{SYMBOL[change.action]} {change.action} {change_label(change)}"
+        head = f"{SYMBOL[change.action]} {verb(change)} {change_label(change)}"
         rows.append((COLOUR[change.action], head))
         rows += [("", f"    {line}") for line in change_lines(change)]
         rows += [("", f"    {health_line(h)}") for h in [change_health(plan, change)] if h]
     if plan.withheld:
         rows.append(("", f"withheld by health: require, not applied ({len(plan.withheld)}):"))
         for w in plan.withheld:
-            rows.append(("", f"! {w.change.action} {change_label(w.change)}"))
+            rows.append(("", f"! {verb(w.change)} {change_label(w.change)}"))
             rows += [("", f"    {line}") for line in change_lines(w.change)]
             rows.append(("", f"    withheld: {w.reason}"))
     rows += [("", line) for line in unhealthy_text(plan)]

@@ -279,7 +279,7 @@ def worlds(draw: Draw, fleet_doc: st.SearchStrategy[dict[str, Any]] | None = Non
     doc = draw(fleet_doc or fleet_docs())
     fleet = load(doc)
     desired = render(fleet)
-    builder = Builder(draw, doc, MemProxy(draw(st.sampled_from(["1.108.7", "1.110.2"]))))
+    builder = Builder(draw, doc, MemProxy(draw(st.sampled_from(["1.98.1", "1.108.7", "1.110.2"]))))
     for route in desired:
         builder.place(route)
     builder.place_others()
@@ -312,6 +312,9 @@ class Builder:
             return
         add = {"db": self.proxy.create, "unlisted": self.proxy.add_unlisted_route}
         add.get(how, self.proxy.add_config_route)(deployment)
+        if how != "config" and self.draw(st.integers(0, 4)) == 0:  # an admin paused it
+            self.proxy.rows[rid].blocked = True
+            note += ", paused"
         self.notes.append(f"{rid}: {note}" + ("" if how == "db" else f" ({how})"))
 
     def place(self, route: Route) -> None:

@@ -11,7 +11,10 @@ removal differs), as far as fleet-sync's comparison cares. Not a replacement for
   that does not send them keeps them), resolves os.environ/ references at any depth, masks what
   the core's rule (sync.litellm.normalise.masked_key) says LiteLLM masks, and adds LiteLLM's own
   defaults and model_info enrichment;
-- a row the router could not load is stored but not listed, until a write loads it.
+- a row the router could not load is stored but not listed, until a write loads it;
+- the pause flag (`blocked`) is a column of its own: POST /model/new sets it from a top-level
+  `blocked` (1.108.7 and later), PATCH from a top-level `blocked`, and the listing shows it as
+  model_info.blocked on every database route.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from sync.litellm.normalise import REFERENCE_PREFIX, masked_key
 from sync.litellm.owned import NEVER_LISTED
 from sync.litellm.releases import LiteLLMRelease
 from sync.live.answers import parse_route
+from sync.live.client import write_body
 
 # Field types of LiteLLM 1.108.7's GenericLiteLLMParams that pydantic coerces on write.
 COERCED: Mapping[str, type] = {
@@ -76,6 +80,7 @@ class Row:
     # False: stored in the database, but the router did not load it (a write it answered with
     # "saved to the database, but ... not live"); a later write of the row loads it again.
     listed: bool = True
+    blocked: bool = False  # LiteLLM's pause flag (LiteLLM_ProxyModelTable.blocked)
 
     def serving_params(self) -> dict[str, Any]:
         """litellm_params as the router serves them: LiteLLM's defaults for keys not stored."""
@@ -134,7 +139,10 @@ class MemProxy:
         if info["id"] in self.rows:
             raise IdTaken(info["id"])
         params = stored(deployment["litellm_params"])
-        self.rows[info["id"]] = Row(str(deployment["model_name"]), params, info)
+        row = Row(str(deployment["model_name"]), params, info)
+        if LiteLLMRelease(self.version).creates_paused:
+            row.blocked = deployment.get("blocked") is True
+        self.rows[info["id"]] = row
 
     def patch(self, route_id: str, deployment: Mapping[str, Any]) -> dict[str, Any]:
         """Returns the stored row as LiteLLM answers a PATCH (api_key included, unresolved)."""
@@ -144,6 +152,8 @@ class MemProxy:
         row.model_info.update(stored(deployment.get("model_info") or {}))
         row.model_info["id"] = route_id
         row.listed = True
+        if isinstance(deployment.get("blocked"), bool):
+            row.blocked = deployment["blocked"]
         return {"litellm_params": dict(row.litellm_params), "model_info": dict(row.model_info)}
 
     def remove_keys(self, route_id: str, keys: Iterable[str]) -> None:
@@ -197,6 +207,8 @@ class MemProxy:
         info = {k: v for k, v in ENRICHMENT.items() if k not in row.model_info}
         info.update(row.model_info)
         info["db_model"] = row.db_model
+        if row.db_model:
+            info["blocked"] = row.blocked
         info["id"] = route_id
         return {
             "model_name": row.model_name,
@@ -210,11 +222,13 @@ def apply(proxy: MemProxy, plan: Plan) -> None:
     creates (a replacement's new generation among them), PATCHes (a removal in place first),
     then deletes."""
     for change in plan.of("create"):
-        proxy.create(change.route.deployment())
+        proxy.create(write_body(change.route))
+        if change.route.paused:  # as LiteLLMClient.create: paused by a PATCH after
+            proxy.patch(change.id, {"model_info": {"id": change.id}, "blocked": True})
     for change in plan.of("update"):
         assert isinstance(change, Update)
         if change.removes:
             proxy.remove_keys(change.id, [path.split(".", 1)[1] for path in change.removes])
-        proxy.patch(change.id, change.route.deployment())
+        proxy.patch(change.id, write_body(change.route))
     for change in plan.of("delete"):
         proxy.delete(change.id)
