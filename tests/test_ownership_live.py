@@ -251,3 +251,49 @@ def test_untagged_source_routes_stay_owned_and_a_local_clone_matches_ci(
     pinned["source"] = "org/llm-fleet"
     plain.write_text(yaml.safe_dump(pinned), encoding="utf-8")
     assert plan_json(plain, env(proxy, "someone/else"))[0] == 0  # source: wins over the env
+
+
+def test_a_host_adopted_under_a_source_gets_no_keyless_twin_from_a_run_without_one(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """A new user's trap: a portal route (its api_key hidden by LiteLLM) adopted by CI keeps
+    LiteLLM's id and carries CI's source. A local run that resolves no source does not own it,
+    and no id of fleet.yaml's collides with it: it used to create a second, keyless route
+    beside it (a quarter of the requests failed). Now the host is a conflict: apply refuses,
+    creates nothing, and the run says why and how to fix it."""
+    model = f"{fleet_name}-m"
+    with proxy.http() as http:
+        answer = http.post(
+            "/model/new",
+            json={
+                "model_name": model,
+                "litellm_params": {
+                    "model": f"hosted_vllm/{model}",
+                    "api_base": OLD,
+                    "api_key": "sk-portal-only-litellm-holds-this",
+                },
+                "model_info": {},
+            },
+        )
+    assert answer.status_code == 200, answer.text
+    portal = answer.json()["model_id"]
+    fleet = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": OLD}}})
+    doc = yaml.safe_load(fleet.read_text(encoding="utf-8"))
+    doc["owns"] = "model_groups"
+    fleet.write_text(yaml.safe_dump(doc), encoding="utf-8")
+
+    done = run(["apply", "-f", str(fleet)], env(proxy, "org/a"))  # CI adopts it in place
+    assert done.code == 0, done.out + done.err
+    assert proxy.ids(model) == [portal]
+
+    local = env(proxy)  # no source: fleet.yaml is in no repository
+    done = run(["plan", "-f", str(fleet), "--format", "json"], local)
+    plan = json.loads(done.out)
+    assert [c["action"] for c in plan["changes"]] == [], plan["changes"]
+    (conflict,) = plan["conflicts"]
+    assert conflict["held"] == "host" and conflict["held_by"]["id"] == portal
+    assert "carry a source tag, and this run resolves no source" in done.err
+    refused = run(["apply", "-f", str(fleet)], local)
+    assert refused.code == 3, refused.out + refused.err
+    assert f"is served by route {portal}" in refused.out + refused.err
+    assert proxy.ids(model) == [portal]  # no twin, the portal's route untouched

@@ -100,12 +100,16 @@ class Ignored:
 
 @dataclass(frozen=True)
 class Conflict:
-    """A route fleet.yaml wants whose id is held by a live route the fleet does not own: never
-    touched, never reported as matching; apply refuses without --force."""
+    """A route fleet.yaml wants that a live route the fleet does not own stands in the way of:
+    it holds the desired id (`held`: "id"), or it carries this fleet's name from another source
+    and serves this very host (`held`: "host": its tag or its address), where a create would
+    put a second route beside it without what LiteLLM hides on it. Never touched, never reported
+    as matching; apply refuses without --force."""
 
     desired: Route
     held_by: Route
     reason: str  # why the holder is not the fleet's
+    held: str = "id"
 
     @property
     def id(self) -> str:
@@ -116,7 +120,9 @@ class Conflict:
             "id": self.id,
             "model_name": self.desired.model_name,
             "host": self.desired.host,
+            "held": self.held,
             "held_by": {
+                "id": self.held_by.id,
                 "model_name": self.held_by.model_name,
                 "fleet": self.held_by.fleet,
                 "source": self.held_by.source,

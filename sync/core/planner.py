@@ -76,6 +76,9 @@ class _Claimed:
     adopted: frozenset[str]
     ignored: tuple[Ignored, ...]
     reasons: dict[str, str]
+    # Routes of this fleet's name the fleet does not own (another source), by (model, "host:H")
+    # and (model, "at:address"): the host they serve must not get a second route beside them.
+    copies: Mapping[tuple[str, str], Ignored] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,7 +115,24 @@ def _claim(
             reasons[route.id] = decision.reason  # a conflict, listed as such, not as ignored
         else:
             ignored.append(Ignored(route, decision.reason))
-    return _Claimed(owned, frozenset(adopted), tuple(ignored), reasons)
+    return _Claimed(owned, frozenset(adopted), tuple(ignored), reasons, _copies(fleet, ignored))
+
+
+def _copies(fleet: Fleet, ignored: Sequence[Ignored]) -> dict[tuple[str, str], Ignored]:
+    """The ignored routes tagged with this fleet's name (written from another source, or by a
+    run that resolved another), by the host they serve: its tag and its address. A route a run
+    adopted keeps LiteLLM's id, so no id of fleet.yaml's collides with it: without this, a run
+    whose source differs would create a second, keyless route beside each of them."""
+    out: dict[tuple[str, str], Ignored] = {}
+    for entry in ignored:
+        route = entry.route
+        if route.fleet != fleet.name or not route.db_model:
+            continue
+        if route.host is not None:
+            out.setdefault((route.model_name, f"host:{route.host}"), entry)
+        if route.api_base:
+            out.setdefault((route.model_name, f"at:{address(route)}"), entry)
+    return out
 
 
 def _converge_host(
@@ -132,7 +152,14 @@ def _converge_host(
         return
     if found is None:
         holder = live_by_id.get(route.id)
-        if holder is None:
+        copy = claimed.copies.get((route.model_name, f"host:{route.host}")) or (
+            claimed.copies.get((route.model_name, f"at:{address(route)}"))
+            if route.api_base
+            else None
+        )
+        if holder is None and copy is not None:
+            work.conflicts.append(Conflict(route, copy.route, copy.reason, held="host"))
+        elif holder is None:
             work.creates.append(Create(route))
             work.serving.append(route)
         else:  # held by a route this fleet does not own, and the host has none of its own
@@ -176,6 +203,8 @@ def _assemble(
     for route in live:  # what serves: rows the router does not list count for nothing
         if team_scope(route.model_name, route.model_info) is None:  # a team's serves its team only
             groups[route.model_name] = groups.get(route.model_name, 0) + (not route.paused)
+    holding = {c.held_by.id for c in work.conflicts}  # listed as conflicts, not again as ignored
+    ignored = [i for i in work.ignored if i.route.id not in holding]
     changes = (
         sorted(work.creates, key=order)
         + sorted(work.updates, key=order)
@@ -184,7 +213,7 @@ def _assemble(
     return Plan(
         fleet=fleet.name,
         changes=tuple(changes),
-        ignored=tuple(sorted(work.ignored, key=lambda i: (i.route.model_name, i.route.id))),
+        ignored=tuple(sorted(ignored, key=lambda i: (i.route.model_name, i.route.id))),
         owned_live=len(claimed.owned),
         desired_count=len(desired),
         declared_models=fleet.model_names,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from sync.core.plan import Create, Delete, Plan
+from sync.core.plan import Conflict, Create, Delete, Plan
 from sync.fleet.model import normalise_address
 from sync.litellm.redirects import REDIRECTS
+from sync.secrets.display import printable
 
 MIN_OWNED_FOR_PERCENT = 10
 
@@ -37,14 +38,24 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
     reasons += _groups_left_empty(plan, prunes)
     reasons += unseen_keys(plan) + foreign_duplicates(plan) + foreign_prunes(plan)
     reasons += drains_without_pause(plan)
-    for conflict in plan.conflicts:
-        reasons.append(
-            f"{conflict.desired.model_name} host {conflict.desired.host}: id {conflict.id} is "
-            f"held by a route this fleet does not own ({conflict.reason}); it is left alone and "
-            "the host gets no route; remove or rename that route (or this host), or --force "
-            "required to apply the rest"
-        )
+    reasons += [_conflict_refusal(c) for c in plan.conflicts]
     return tuple(reasons)
+
+
+def _conflict_refusal(conflict: Conflict) -> str:
+    where = f"{conflict.desired.model_name} host {conflict.desired.host}"
+    if conflict.held == "host":
+        return (
+            f"{where} is served by route {printable(conflict.held_by.id)}, which this fleet does "
+            f"not own ({conflict.reason}); a second route beside it would lack what LiteLLM "
+            "hides on it (api_key) and take half its requests: do what the reason says, or "
+            "--force to apply the rest (the host keeps that route only)"
+        )
+    return (
+        f"{where}: id {conflict.id} is held by a route this fleet does not own "
+        f"({conflict.reason}); it is left alone and the host gets no route; remove or rename "
+        "that route (or this host), or --force required to apply the rest"
+    )
 
 
 def _groups_left_empty(plan: Plan, prunes: list[Delete]) -> list[str]:

@@ -112,7 +112,8 @@ def read_live(
         if r.model_name in groups or r.fleet == fleet.name
     ]
     release = read_release(client, tell)
-    notes = [n for n in (past.note, check_providers(client, fleet, listed)) if n]
+    found = (past.note, check_providers(client, fleet, listed), _sourceless(fleet, listed))
+    notes = [n for n in found if n]
     for note in notes:  # said once the proxy was read: a failed read is one line, its error
         tell(f"note: {note}")
     return LiveState(listed, unlisted, release.version, tuple(notes))
@@ -168,3 +169,18 @@ def check_providers(client: LiteLLMClient, fleet: Fleet, listed: Sequence[Route]
             problems,
         )
     return note
+
+
+def _sourceless(fleet: Fleet, listed: Sequence[Route]) -> str:
+    """What a run that resolves no source says where it matters (README "Source"): it owns only
+    routes without a source tag, so the fleet's routes CI tagged are another's to it."""
+    tagged = sum(1 for r in listed if r.fleet == fleet.name and r.source is not None)
+    if fleet.source is not None or not tagged:
+        return ""
+    return (
+        f"{tagged} route(s) of fleet {fleet.name} carry a source tag, and this run resolves "
+        "no source (no source: in fleet.yaml, no GITHUB_REPOSITORY, no origin remote of the "
+        "git repository holding fleet.yaml): it owns only routes without one, and a host such "
+        "a route serves is a conflict; set source: owner/name in fleet.yaml to the repository "
+        "CI applies from"
+    )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from sync.core.compare import ABSENT, UNREADABLE, FieldChange, pause_of, shown
 from sync.core.plan import Change, Conflict, Create, Plan, Update
 from sync.report.redaction import Hidden, desired_value, field_values, shaped, shown_path
-from sync.secrets.display import code
+from sync.secrets.display import code, printable
 
 if TYPE_CHECKING:  # validate prints problems through the formats; it needs no proxy client
     from sync.core.result import Result
@@ -144,6 +144,12 @@ def _leftovers(change: Create) -> list[str]:
 
 def conflict_line(conflict: Conflict) -> str:
     held = conflict.held_by
+    if conflict.held == "host":
+        return (
+            f"{conflict.desired.model_name} host={conflict.desired.host} ({conflict.id}): "
+            f"served by route {printable(held.id)}, which this fleet does not own "
+            f"({conflict.reason}); left alone, no second route is made beside it"
+        )
     return (
         f"{conflict.desired.model_name} host={conflict.desired.host} ({conflict.id}): held by a "
         f"route of {held.model_name} this fleet does not own ({conflict.reason}); left alone, "

@@ -108,6 +108,12 @@ def pr_markdown(
 
 def _conflict_markdown(conflict: Conflict) -> str:
     desired, held = conflict.desired, conflict.held_by
+    if conflict.held == "host":
+        return (
+            f"{code(desired.model_name)} host {code(desired.host or '')} ({code(conflict.id)}): "
+            f"served by route {code(held.id)}, which this fleet does not own "
+            f"({code(conflict.reason)}); left alone, no second route is made beside it"
+        )
     return (
         f"{code(desired.model_name)} host {code(desired.host or '')} ({code(conflict.id)}): "
         f"held by a route of {code(held.model_name)} this fleet does not own "
