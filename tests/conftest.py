@@ -24,6 +24,7 @@ from .support.proxyharness import (
     start,
     stop,
 )
+from .support.proxysecrets import PROXY_SECRETS
 
 SESSION = secrets.token_hex(2)
 VERSIONS_VARIABLE = "FLEET_SYNC_LITELLM_VERSIONS"
@@ -113,7 +114,10 @@ def litellm_version(request: pytest.FixtureRequest) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def proxy(litellm_version: str) -> Iterator[Proxy]:
-    """One real LiteLLM pod with PostgreSQL (and one config-file route, cfg-static-1)."""
+    """One real LiteLLM pod with PostgreSQL (and one config-file route, cfg-static-1), holding
+    the tests' own secrets (support/proxysecrets.py) in its environment. A proxy given by
+    LITELLM_PROXY_URL(S) must hold UPSTREAM_ORG_SECRET and UPSTREAM_DSN (any values, the DSN a
+    postgresql:// URL with a password) in its environment, or the redaction tests skip."""
     external = from_environment(1)
     if external:
         yield external
@@ -122,7 +126,7 @@ def proxy(litellm_version: str) -> Iterator[Proxy]:
     started = start(
         f"fleet-sync-tests-{os.getpid()}",
         1,
-        {"LITELLM_HARNESS_STATIC_MODEL": "1"},
+        {"LITELLM_HARNESS_STATIC_MODEL": "1", **PROXY_SECRETS},
         litellm_version,
     )
     _TIMES.setdefault(litellm_version, {})["start"] = time.monotonic() - began
@@ -138,13 +142,16 @@ SECOND_PROXY = "FLEET_SYNC_SECOND_PROXY"  # a second real proxy given by env
 @pytest.fixture(scope="session")
 def prod_proxy(litellm_version: str) -> Iterator[Proxy]:
     """A second LiteLLM (one pod, its own database) beside `proxy`: prod to its staging
-    (issue 17); one per session for every test of targets."""
+    (issue 17); one per session for every test of targets. It holds the tests' own secrets
+    like `proxy`; one given by FLEET_SYNC_SECOND_PROXY_URL(S) must hold them too."""
     urls = os.environ.get(f"{SECOND_PROXY}_URLS") or os.environ.get(f"{SECOND_PROXY}_URL") or ""
     key = os.environ.get(f"{SECOND_PROXY}_API_KEY")
     if urls and key:
         yield Proxy(tuple(u.strip().rstrip("/") for u in urls.split(",") if u.strip()), key, None)
         return
-    started = start(f"fleet-sync-prod-{os.getpid()}", 1, {}, harness_version(litellm_version))
+    started = start(
+        f"fleet-sync-prod-{os.getpid()}", 1, PROXY_SECRETS, harness_version(litellm_version)
+    )
     try:
         yield started
     finally:

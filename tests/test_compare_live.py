@@ -30,6 +30,7 @@ from sync.live.client import LiteLLMClient
 from sync.report.text import plan_text
 
 from .support.proxyharness import Proxy
+from .support.proxysecrets import DSN_REF, DSN_SECRET, ORG_REF, ORG_SECRET, PROXY_SECRETS, resolved
 
 CORPUS: dict[str, dict[str, Any]] = yaml.safe_load(
     (Path(__file__).parent / "cases" / "compare" / "corpus.yaml").read_text(encoding="utf-8")
@@ -94,10 +95,25 @@ def outputs(plan: Plan) -> str:
     return json.dumps(plan.unredacted_json()) + plan_text(plan)
 
 
-def assert_no_resolved_value(proxy: Proxy, plan: Plan) -> None:
-    """The corpus references the proxy's master key and database URL on keys LiteLLM resolves."""
+def assert_no_resolved_value(proxy: Proxy, plan: Plan, held: tuple[str, ...] = ()) -> None:
+    """The corpus references secrets the proxy holds (support/proxysecrets.py) on keys LiteLLM
+    resolves; held: their values as the proxy resolved them (held_values)."""
     text = outputs(plan)
-    assert proxy.api_key not in text and "postgresql://" not in text
+    planted = (proxy.api_key, "postgresql://", *PROXY_SECRETS.values(), *held)
+    assert [value for value in planted if value in text] == []
+
+
+def held_values(proxy: Proxy, rid: str) -> tuple[str, ...]:
+    """What LiteLLM resolved route rid's organization and api_version to: the proxy's values of
+    UPSTREAM_ORG_SECRET and UPSTREAM_DSN (a skip naming the variable an external proxy lacks)."""
+    route = proxy.route(rid)
+    assert route is not None, rid
+    params = route["litellm_params"]
+    external = proxy.name is None
+    return (
+        resolved(external, ORG_SECRET, params.get("organization")),
+        resolved(external, DSN_SECRET, params.get("api_version")),
+    )
 
 
 def by_case(plan: Plan, fleet_name: str) -> dict[str, list[Any]]:
@@ -125,6 +141,7 @@ def test_corpus_converges_drift_shows_and_removals_apply_without_a_gap(
     assert [c.action for c in first.changes] == ["create"] * len(CORPUS)
     assert_no_resolved_value(proxy, first)
     applied(proxy, first)
+    held = held_values(proxy, route_id(fleet_name, f"{fleet_name}-env-references", "h"))
 
     # 1. after a successful apply, the next plan is empty
     again = plan_of(proxy, doc)
@@ -139,7 +156,7 @@ def test_corpus_converges_drift_shows_and_removals_apply_without_a_gap(
                 edit["model_info"]["id"] = rid  # without it LiteLLM stores a random id
             http.patch(f"/model/{rid}/update", json=edit).raise_for_status()
     drift = plan_of(proxy, doc)
-    assert_no_resolved_value(proxy, drift)
+    assert_no_resolved_value(proxy, drift, held)
     seen = by_case(drift, fleet_name)
     for name, case in CORPUS.items():
         (change,) = seen[name]
@@ -153,7 +170,7 @@ def test_corpus_converges_drift_shows_and_removals_apply_without_a_gap(
         for dotted in case["remove"]:
             without(doc, f"{fleet_name}-{name}", dotted)
     removal_plan = plan_of(proxy, doc)
-    assert_no_resolved_value(proxy, removal_plan)
+    assert_no_resolved_value(proxy, removal_plan, held)
     seen = by_case(removal_plan, fleet_name)
     for name, case in CORPUS.items():
         changes = seen[name]
@@ -200,25 +217,28 @@ def test_a_changed_reference_is_an_update_checked_through_the_digest(
     model = f"{fleet_name}-m"
     host: dict[str, Any] = {"name": "h", "api_base": "http://10.0.8.1:8000/v1"}
     host["api_key"] = "os.environ/KEY_A"
-    host["litellm_params"] = {"organization": "os.environ/LITELLM_MASTER_KEY"}
+    host["litellm_params"] = {"organization": ORG_REF}
     doc: dict[str, Any] = {"version": 1, "fleet": fleet_name, "models": {}}
     doc["models"][model] = {"served_model": "o/m", "hosts": [host]}
     applied(proxy, plan_of(proxy, doc))
     assert plan_of(proxy, doc).empty
+    route = proxy.route(route_id(fleet_name, model, "h"))
+    assert route is not None
+    held = resolved(proxy.name is None, ORG_SECRET, route["litellm_params"].get("organization"))
     host["api_key"] = "os.environ/KEY_B"
-    host["litellm_params"]["organization"] = "os.environ/DATABASE_URL"
+    host["litellm_params"]["organization"] = DSN_REF
     plan = plan_of(proxy, doc)
     (change,) = plan.changes
     assert isinstance(change, Update)
     shown = {d.path: d for d in change.diff}
     for path, after in (
         ("litellm_params.api_key", "os.environ/KEY_B"),
-        ("litellm_params.organization", "os.environ/DATABASE_URL"),
+        ("litellm_params.organization", DSN_REF),
     ):
         assert shown[path].checked == "digest"
         assert (shown[path].before, shown[path].after) == (UNREADABLE, after)
     assert "(checked through the digest)" in plan_text(plan)
-    assert_no_resolved_value(proxy, plan)
+    assert_no_resolved_value(proxy, plan, (held,))
     applied(proxy, plan)
     assert plan_of(proxy, doc).empty
 

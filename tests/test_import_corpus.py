@@ -105,7 +105,7 @@ def test_the_whole_corpus_at_once_validates_and_says_what_it_keeps() -> None:
     imported = import_fleet(listing(portal(CORPUS)), "f")
     fleet = fleet_of(imported)
     assert imported.left_out == () and len(fleet.models) == len(CORPUS) + 1
-    for value in (resolved("LITELLM_MASTER_KEY"), resolved("DATABASE_URL"), resolved("HOME")):
+    for value in (resolved("UPSTREAM_ORG_SECRET"), resolved("UPSTREAM_DSN"), resolved("HOME")):
         assert value not in imported.text
     priced_model = yaml.safe_load(imported.text)["models"]["priced"]
     assert priced_model["litellm_params"] == PRICES and "model_info" not in priced_model

@@ -22,6 +22,7 @@ from sync.edit.importer import host_name, import_fleet
 
 from .support.keys import read_only_key
 from .support.proxyharness import Proxy, Run, fleet_sync
+from .support.proxysecrets import DSN_SECRET, ORG_SECRET, resolved
 from .support.upstream import Upstream
 from .test_probe_live import chat
 
@@ -93,15 +94,17 @@ def test_import_of_every_corpus_param_several_hosts_and_prices_validates(
             params = {"model": f"{provider}/{served}", "api_base": address, **PRICES}
             portal.append(seed(proxy, model, params))
     env_route = next(r for r in proxy.routes() if r["model_name"] == f"{fleet_name}-env-references")
-    database_url = env_route["litellm_params"]["api_version"]  # os.environ/DATABASE_URL, resolved
-    assert database_url.startswith("postgres")
+    listed = env_route["litellm_params"]
+    external = proxy.name is None  # LiteLLM resolved the corpus's references in its environment:
+    org_secret = resolved(external, ORG_SECRET, listed.get("organization"))
+    database_url = resolved(external, DSN_SECRET, listed.get("api_version"))
 
     out = tmp_path / "fleet.yaml"
     done = run_import(proxy, fleet_name, out, models, **reader_env(proxy))
     assert done.code == 0, done.err
     assert "left out" not in done.err
     text = out.read_text(encoding="utf-8")
-    for secret in (proxy.api_key, database_url, str(urlsplit(database_url).password)):
+    for secret in (proxy.api_key, org_secret, database_url, str(urlsplit(database_url).password)):
         assert secret not in text + done.out + done.err
     assert fleet_sync(["validate", "-f", str(out)], proxy.env()).code == 0
 

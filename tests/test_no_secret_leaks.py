@@ -2,11 +2,14 @@
 LiteLLM and the fake GitHub, with known secrets planted wherever they could leak.
 
 Planted:
-- the proxy's admin key, which LiteLLM also resolves into a route on a key not named like a
-  secret (`organization: os.environ/LITELLM_MASTER_KEY`);
-- the proxy's database URL with its password, resolved the same way (`api_version:
-  os.environ/DATABASE_URL`) and absent from fleet-sync's environment, so only redaction by
-  provenance can hide it (the final scrub does not know it);
+- the proxy's admin key;
+- a secret the proxy holds in its environment, which LiteLLM resolves into a route on a key not
+  named like a secret (`organization: os.environ/UPSTREAM_ORG_SECRET`), and a database URL with
+  its password held the same way (`api_version: os.environ/UPSTREAM_DSN`): absent from
+  fleet-sync's environment, so only redaction by provenance can hide them (the final scrub does
+  not know them). The proxy's own master key and database URL stood here once; validate now
+  refuses a reference to them, since LiteLLM would send them to the host (support/proxysecrets.py
+  says what an external proxy must hold);
 - the value of a variable fleet.yaml references that fleet-sync's environment holds, and the
   GitHub token, both as names of routes made by hand (the final scrub must catch them);
 - user:password@ in the api_base of routes made by hand, in --proxy-url and in GITHUB_API_URL;
@@ -30,6 +33,7 @@ from sync.core.render import route_id
 
 from .support.fake_github import FakeGitHub
 from .support.proxyharness import Proxy, Run, fleet_sync, write_fleet
+from .support.proxysecrets import DSN_REF, DSN_SECRET, ORG_REF, ORG_SECRET, PROXY_SECRETS, resolved
 
 UPSTREAM_VARIABLE = "PLANTED_UPSTREAM_KEY"
 UPSTREAM_KEY = "planted-upstream-key-6f1c2a9e"
@@ -87,8 +91,8 @@ def test_no_secret_in_any_output_of_any_command(
         {
             model: {
                 "litellm_params": {
-                    "organization": "os.environ/LITELLM_MASTER_KEY",
-                    "api_version": "os.environ/DATABASE_URL",
+                    "organization": ORG_REF,
+                    "api_version": DSN_REF,
                     "rpm": 60,
                 },
                 "hosts": {"a": OLD, "b": NEW},
@@ -126,7 +130,9 @@ def test_no_secret_in_any_output_of_any_command(
         event = tmp_path / "event.json"
         event.write_text(json.dumps({"pull_request": {"number": pr, "base": {"sha": "0" * 40}}}))
         summary = tmp_path / "summary.md"
-        env = {k: v for k, v in proxy.env().items() if k != "DATABASE_URL"}
+        env = {
+            k: v for k, v in proxy.env().items() if k != "DATABASE_URL" and k not in PROXY_SECRETS
+        }
         env.update(github.env(GITHUB_EVENT_PATH=str(event), GITHUB_STEP_SUMMARY=str(summary)))
         reports = tmp_path / "reports"  # the full reports the workflow uploads as an artifact
         env.update({UPSTREAM_VARIABLE: UPSTREAM_KEY, "GITHUB_SHA": "f00d"})
@@ -155,9 +161,10 @@ def test_no_secret_in_any_output_of_any_command(
         # LiteLLM resolved the references on keys not named like secrets: the plant took.
         live = proxy.route(route_id(fleet_name, model, "a"))
         assert live is not None, out.joined()
-        assert live["litellm_params"]["organization"] == proxy.api_key
-        database_url = live["litellm_params"]["api_version"]
-        assert database_url.startswith("postgres"), database_url
+        external = proxy.name is None
+        org_secret = resolved(external, ORG_SECRET, live["litellm_params"].get("organization"))
+        database_url = resolved(external, DSN_SECRET, live["litellm_params"].get("api_version"))
+        assert database_url.startswith("postgres"), "UPSTREAM_DSN is no postgresql:// URL"
         database_password = urlsplit(database_url).password or ""
         assert len(database_password) >= 8
 
@@ -178,8 +185,8 @@ def test_no_secret_in_any_output_of_any_command(
         # fleet.yaml swaps its references: the plans compare those paths through the digest
         # (LiteLLM lists the resolved values) and must say so without showing either value.
         swapped = {
-            "organization": "os.environ/DATABASE_URL",
-            "api_version": "os.environ/LITELLM_MASTER_KEY",
+            "organization": DSN_REF,
+            "api_version": ORG_REF,
             "rpm": 60,
         }
         write_fleet(
@@ -225,8 +232,9 @@ def test_no_secret_in_any_output_of_any_command(
 
     secrets = {
         "the admin key": proxy.api_key,
-        "the database URL": database_url,
-        "the database password": database_password,
+        "the proxy's UPSTREAM_ORG_SECRET": org_secret,
+        "the proxy's UPSTREAM_DSN": database_url,
+        "the password in UPSTREAM_DSN": database_password,
         "the GitHub token": GITHUB_TOKEN,
         f"${UPSTREAM_VARIABLE}": UPSTREAM_KEY,
         "the password of a hand-made api_base": HAND_PASSWORD,
@@ -242,7 +250,7 @@ def test_no_secret_in_any_output_of_any_command(
     assert "http://***@10.1.2.3:8000/v1" in everything
     assert "http://***@10.9.8.7:8000/v1" in everything
     assert f"{fleet_name}-leak-***" in everything
-    assert "(hidden: the proxy's value of os.environ/LITELLM_MASTER_KEY)" in everything
+    assert f"(hidden: the proxy's value of {ORG_REF})" in everything
     assert any(c.method == "POST" and "/issues" in c.path for c in github.calls)
     assert github.comments_on(pr), "no comment was posted"
     assert os.path.getsize(summary) > 0

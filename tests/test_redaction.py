@@ -40,7 +40,7 @@ from sync.report.text import plan_text
 from sync.secrets.scrub import MASK, ScrubbedStream, Scrubber, session
 
 MASTER = "sk-master-0123456789abcdef"
-REF = "os.environ/LITELLM_MASTER_KEY"
+REF = "os.environ/UPSTREAM_ORG_SECRET"  # any name validate does not refuse
 TOKEN = "sk-abcdef0123456789abcdef"
 HEX = "312a4fe4d4b5c01d7d3037655277230c"
 RANDOM = "9naHVck6pbd4ZRj2SxphvDTwrzqwo72n"
@@ -73,7 +73,7 @@ UUID = "6fda865a-30a5-1a8e-cda0-434c44919d49"  # a vLLM --api-key
         ),
         # A live litellm_params string that differs from the literal fleet.yaml now sets may be
         # what LiteLLM resolved from an earlier reference (a PR replacing
-        # `organization: os.environ/LITELLM_MASTER_KEY` by `12345` printed the master key).
+        # `organization: os.environ/NAME` by `12345` printed the proxy's value of NAME).
         ("acme", "acme-new", "litellm_params.organization", HIDDEN_DIFFERS),
         (MASTER, 12345, "litellm_params.organization", HIDDEN_DIFFERS),
         (MASTER, 30, "litellm_params.timeout", HIDDEN_DIFFERS),
@@ -140,7 +140,7 @@ defaults: {api_key: os.environ/UPSTREAM_KEY}
 models:
   m:
     served_model: org/m
-    litellm_params: {organization: os.environ/LITELLM_MASTER_KEY, rpm: 5, extra_body: {tags: [x]}}
+    litellm_params: {organization: os.environ/UPSTREAM_ORG_SECRET, rpm: 5, extra_body: {tags: [x]}}
     hosts: [{name: a, api_base: "http://10.0.0.1:8000/v1"}]
 """
 
@@ -226,7 +226,7 @@ def test_scrub_ignores_values_too_short_to_be_secrets() -> None:
 
 def test_scrub_reads_the_references_of_a_fleet_file() -> None:
     scrub = Scrubber()
-    environ = {"UPSTREAM_KEY": "upstream-secret-1", "LITELLM_MASTER_KEY": MASTER, "X": "unused"}
+    environ = {"UPSTREAM_KEY": "upstream-secret-1", "UPSTREAM_ORG_SECRET": MASTER, "X": "unused"}
     scrub.remember_references(yaml.safe_dump(yaml.safe_load(FLEET)), environ)
     assert scrub(f"upstream-secret-1 {MASTER} unused") == f"{MASK} {MASK} unused"
 

@@ -72,6 +72,9 @@ def unvalidated(api_base: str, key_ref: str | None, **fleet: Any) -> Fleet:
         "LITELLM_PROXY_API_KEY",
         "LITELLM_PROXY_READ_API_KEY",
         "FLEET_SYNC_GITHUB_AUTHOR",
+        "LITELLM_MASTER_KEY",  # the proxy's own, where a job (a local run) holds them
+        "database_url",
+        "REDIS_PASSWORD",
     ],
 )
 def test_the_probe_never_resolves_a_runner_variable(upstream: Upstream, name: str) -> None:
@@ -168,6 +171,24 @@ def test_resolve_key_alone_keeps_the_rule() -> None:
         ("VLLM_API_KEY", False),
         ("LITELLM_PROXYKEY", False),
         ("GH_TOKENS", False),
+        # The proxy's own secrets: LiteLLM resolves a route's reference in the proxy's
+        # environment and sends the value to the host.
+        ("LITELLM_MASTER_KEY", True),
+        ("litellm_salt_key", True),
+        ("LITELLM_LICENSE", True),
+        ("DATABASE_URL", True),
+        ("database_url", True),
+        ("DATABASE_URL_READ_REPLICA", True),
+        ("DIRECT_URL", True),
+        ("REDIS_PASSWORD", True),
+        ("UI_PASSWORD", True),
+        ("SMTP_PASSWORD", True),
+        # Provider credentials routes legitimately reference, and names merely containing one.
+        ("AWS_SECRET_ACCESS_KEY", False),
+        ("OPENAI_API_KEY", False),
+        ("UPSTREAM_ORG_SECRET", False),
+        ("MY_DATABASE_URL", False),
+        ("LITELLM_MASTER_KEY_OF_HOST_A", False),
     ],
 )
 def test_the_one_rule(name: str, held: bool) -> None:

@@ -1,13 +1,14 @@
 """Variables the run holds for other purposes: never a host's key.
 
 fleet-sync resolves a host's `api_key: os.environ/NAME` in its own environment (the probe sends
-it to the host's address), and LiteLLM resolves every top-level litellm_params reference and
-sends it upstream. In a CI job that environment also holds GitHub's variables (the job's token,
-the runner's own), fleet-sync's own (the proxy's address and keys, its settings) and each
-target's proxy_url/api_key/read_api_key variable. One rule says which names those are
-(held_by_run); validate refuses a target's reference naming GitHub's, and a host's, model's,
-defaults' or overlay's naming any of them; the probe resolves only references that pass it.
-Pure: no environment is read here.
+it to the host's address), and LiteLLM resolves every top-level litellm_params reference in the
+proxy's environment and sends it upstream. A CI job's environment also holds GitHub's variables
+(the job's token, the runner's own), fleet-sync's own (the proxy's address and keys, its
+settings) and each target's proxy_url/api_key/read_api_key variable; the proxy's holds its own
+secrets (its master key, its database). One rule says which names those are (held_by_run):
+validate refuses a target's reference naming GitHub's, and a host's, model's, defaults' or
+overlay's naming any of them; the probe resolves only references that pass it. Pure: no
+environment is read here.
 """
 
 from __future__ import annotations
@@ -28,6 +29,28 @@ GITHUB_SAYS = "GITHUB_TOKEN, GH_TOKEN, GITHUB_*, ACTIONS_*, RUNNER_*"
 # What fleet-sync reads itself: the proxy's address and keys, its own settings.
 OWN_PREFIXES = ("LITELLM_PROXY_", "FLEET_SYNC_")
 TARGET_FIELDS = ("proxy_url", "api_key", "read_api_key")
+# What LiteLLM's proxy reads for itself (litellm/proxy of 1.98.1, 1.108.7 and 1.110.2: the
+# server, db/, auth/ login and master-key checks, credential encryption, alerting): its admin
+# key, the key that encrypts stored credentials, its licence, its database, cache, UI and mail
+# credentials. LiteLLM resolves a route's reference in that same environment and sends the value
+# upstream, so a route naming one hands the proxy's own secret to a host. Provider keys
+# (OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY), which routes legitimately reference, are not here.
+PROXY_VARIABLES = frozenset(
+    {
+        "LITELLM_MASTER_KEY",
+        "LITELLM_SALT_KEY",
+        "LITELLM_LICENSE",
+        "DIRECT_URL",
+        "UI_USERNAME",
+        "UI_PASSWORD",
+        "SMTP_PASSWORD",
+    }
+)
+PROXY_PREFIXES = ("DATABASE_", "REDIS_")
+PROXY_SAYS = (
+    "LITELLM_MASTER_KEY, LITELLM_SALT_KEY, LITELLM_LICENSE, DATABASE_*, DIRECT_URL, REDIS_*, "
+    "UI_USERNAME, UI_PASSWORD, SMTP_PASSWORD"
+)
 
 
 def reference_name(value: Any) -> str | None:
@@ -53,6 +76,11 @@ def held_by_run(name: str, targets: Collection[str] = ()) -> str | None:
         return "fleet-sync reads it: LITELLM_PROXY_*, FLEET_SYNC_*"
     if upper in targets:
         return "a target's proxy_url, api_key or read_api_key"
+    if upper in PROXY_VARIABLES or upper.startswith(PROXY_PREFIXES):
+        return (
+            f"the proxy's own secret: {PROXY_SAYS}; LiteLLM resolves it in the proxy's "
+            "environment and sends it to the host"
+        )
     return None
 
 
