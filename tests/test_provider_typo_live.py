@@ -28,15 +28,22 @@ def test_a_provider_the_proxy_does_not_know_is_refused_before_anything_is_writte
     proxy: Proxy, tmp_path: Path, fleet_name: str
 ) -> None:
     model = f"{fleet_name}-m"
-    path = tmp_path / "fleet.yaml"
+    path = tmp_path / "other.yaml"  # -f: the messages name the file read, at the provider's line
     with cleaned(proxy, model):
         typo = {"provider": "hosted_vlm", "hosts": {"a": ADDRESS}}
         write_fleet(path, fleet_name, {model: typo})
+        lines = path.read_text().splitlines()
+        (line,) = [n for n, text in enumerate(lines, 1) if "provider: hosted_vlm" in text]
+        col = lines[line - 1].index("hosted_vlm") + 1
         for command in ("plan", "apply"):
             run = fleet_sync([command, "-f", str(path)], env(proxy))
             assert run.code == 1, run.out + run.err
-            assert f"error: {model} host a: provider 'hosted_vlm' is unknown" in run.err
+            located = (
+                f"{path}:{line}:{col}: error: {model} host a: provider 'hosted_vlm' is unknown"
+            )
+            assert located in run.err, run.err
             assert "did you mean 'hosted_vllm'?" in run.err
+            assert f"route(s) of {path} name a provider" in run.err
             assert "nothing was sent to the proxy" in run.err
         with LiteLLMClient([proxy.url], proxy.api_key) as client:
             assert client.find_stored(route_id(fleet_name, model, "a")) is None

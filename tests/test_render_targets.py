@@ -47,4 +47,4 @@ def test_several_targets_are_one_target_too_many(
 def test_an_unknown_target_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = render(capsys, "--target", "qa")
     assert (code, out) == (1, "")
-    assert "unknown target(s) qa; fleet.yaml declares: staging, prod" in err
+    assert f"unknown target(s) qa; {EXAMPLE} declares: staging, prod" in err  # the file read

@@ -167,6 +167,7 @@ def check_proxy_url(url: str) -> None:
     import httpx
 
     from sync.fleet.addresses import address_problem
+    from sync.fleet.proxyaddress import openai_path_problem
 
     if not url.startswith(("http://", "https://")):
         fail(f"proxy URL {strip_userinfo(url)!r} must start with http:// or https://")
@@ -187,6 +188,8 @@ def check_proxy_url(url: str) -> None:
     if problem := address_problem(url):
         # A host httpx takes but the resolver does not (a 64-character label), or one
         # that is not printed as itself: the same rules as a host's api_base.
+        fail(f"proxy URL {problem}")
+    if problem := openai_path_problem(url):
         fail(f"proxy URL {problem}")
 
 
@@ -246,8 +249,9 @@ def read_live(
     try:
         return state.read_live(client, fleet, tell, take_over, settle_timeout, past)
     except state.UnknownProviders as exc:
-        for line in exc.lines:
-            click.echo(f"{target_prefix()}error: {line}", err=True)
+        for p in exc.problems:  # file:line:col: error: ..., like a compiler's
+            located = display.text(f"{p.file}:{p.line}:{p.col}: error: {p.message}")
+            click.echo(f"{target_prefix()}{located}", err=True)
         fail(str(exc))
 
 

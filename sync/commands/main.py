@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import sys
 
 import click
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> None:
     # through the scrub: run() never lets an exception out to Python's own traceback printer,
     # which would write after the session ended.
     try:
-        with scrub.session():
+        with scrub.session(completion=COMPLETE_VARIABLE in os.environ):
             code = run(argv)
     except OSError as exc:  # the session's last output could not be written
         code = _unwritable(exc)
@@ -67,9 +68,17 @@ def _unwritable(exc: OSError) -> int:
     return EXIT_ERROR
 
 
+# Shell completion (click's): eval "$(_FLEET_SYNC_COMPLETE=bash_source fleet-sync)" (zsh_source,
+# fish_source); the shell then asks with _FLEET_SYNC_COMPLETE=bash_complete and COMP_WORDS.
+COMPLETE_VARIABLE = "_FLEET_SYNC_COMPLETE"
+
+
 def run(argv: list[str] | None) -> int:
     try:
-        cli.main(args=argv, prog_name="fleet-sync", standalone_mode=False)
+        cli.main(
+            args=argv, prog_name="fleet-sync", complete_var=COMPLETE_VARIABLE,
+            standalone_mode=False,
+        )  # fmt: skip
     except Exit as exc:
         return exc.code
     except click.exceptions.Abort:

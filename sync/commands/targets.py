@@ -84,19 +84,22 @@ class Overrides:
 def select(fleet: Fleet, names: Sequence[str]) -> tuple[Target, ...]:
     """The targets a run works on, in promotion order: those named (each once), else every
     one. An unknown name stops the command (exit 1) listing the declared ones."""
+    from sync.fleet.targets import what_target_means
+
     declared = [t.name for t in fleet.targets]
     if not fleet.targets:
         if names:
             fail(
-                f"--target {names[0]}: fleet.yaml declares no targets: (the proxy comes from "
-                "LITELLM_PROXY_URL or --proxy-url)"
+                f"--target {display.printable(names[0][:64])}: {fleet.file} declares no "
+                "targets: (the proxy comes from LITELLM_PROXY_URL or --proxy-url); "
+                f"{what_target_means(fleet, names)}"
             )
         return ()
     unknown = [n for n in dict.fromkeys(names) if n not in declared]
     if unknown:
         fail(
             f"unknown target(s) {', '.join(display.printable(n[:64]) for n in unknown)}; "
-            f"fleet.yaml declares: {', '.join(declared)}"
+            f"{fleet.file} declares: {', '.join(declared)}; {what_target_means(fleet, unknown)}"
         )
     wanted = set(names) or set(declared)
     return tuple(t for t in fleet.targets if t.name in wanted)

@@ -19,6 +19,8 @@ import difflib
 from collections.abc import Iterable, Mapping, Set
 
 from sync.core.render import Route
+from sync.fleet.model import Fleet
+from sync.fleet.problems import Problem
 
 # LiteLLM's providers.json providers that /public/providers does not list (1.98.1-1.110.2).
 OPENAI_COMPATIBLE = frozenset(
@@ -52,9 +54,9 @@ def known(
     )
 
 
-def unknown(desired: Iterable[Route], providers: Set[str]) -> list[str]:
-    """One line per desired route whose provider is not in `providers`, naming the route, the
-    provider and the closest known one."""
+def unknown(fleet: Fleet, desired: Iterable[Route], providers: Set[str]) -> list[Problem]:
+    """One problem per desired route whose provider is not in `providers`, naming the route,
+    the provider and the closest known one, located where fleet.yaml writes that provider."""
     out = []
     for route in desired:
         name = provider_of(route)
@@ -63,5 +65,7 @@ def unknown(desired: Iterable[Route], providers: Set[str]) -> list[str]:
         shown = "".join(c if c.isprintable() else "?" for c in name)[:60]
         near = difflib.get_close_matches(name, sorted(providers), n=1, cutoff=0.6)
         hint = f"; did you mean {near[0]!r}?" if near else ""
-        out.append(f"{route.model_name} host {route.host}: provider {shown!r} is unknown{hint}")
+        line, col = fleet.provider_at.get((route.model_name, route.host or ""), (1, 1))
+        message = f"{route.model_name} host {route.host}: provider {shown!r} is unknown{hint}"
+        out.append(Problem(fleet.file, line, col, message))
     return out

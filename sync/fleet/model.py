@@ -4,7 +4,7 @@ problem located."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,13 @@ class Fleet:
     # The variables the targets' proxy_url, api_key and read_api_key name (upper case): a
     # target's projection (for_target) keeps them, so the probe never resolves one for a host.
     target_variables: frozenset[str] = frozenset()
+    # The file it was read from, as given (-f), and where each host's provider is written
+    # (line, col), by (model, host): the host's provider:, else its model's, else defaults'
+    # (else the model's key). For messages that point at fleet.yaml after it was read.
+    file: str = "fleet.yaml"
+    provider_at: Mapping[tuple[str, str], tuple[int, int]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def requires_health(self) -> bool:
@@ -118,7 +125,23 @@ def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
     problems.extend(semantic_problems(doc.data, doc.marks, file))
     if problems:
         raise FleetError(masked(problems))
-    return _build(doc.data)
+    return replace(_build(doc.data), file=file, provider_at=_provider_places(doc.data, doc.marks))
+
+
+def _provider_places(data: dict[str, Any], marks: Marks) -> dict[tuple[str, str], tuple[int, int]]:
+    """Where each host's provider is written (Fleet.provider_at); `data` is valid."""
+    defaults = data.get("defaults") or {}
+    default_at = marks.of_value(("defaults", "provider")) if "provider" in defaults else None
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for name, model in data["models"].items():
+        if "provider" in model:
+            model_at = marks.of_value(("models", name, "provider"))
+        else:
+            model_at = default_at or marks.of_key(("models", name))
+        for index, host in enumerate(model["hosts"]):
+            here = ("models", name, "hosts", index, "provider")
+            out[name, host["name"]] = marks.of_value(here) if "provider" in host else model_at
+    return out
 
 
 def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator[Problem]:

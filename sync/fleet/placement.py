@@ -23,7 +23,7 @@ from sync.fleet.addresses import address_problem
 from sync.fleet.plaintext import authority, quote, where
 from sync.fleet.problems import Problem
 from sync.fleet.promotion import cycles, promotion_order
-from sync.fleet.proxyaddress import place_key
+from sync.fleet.proxyaddress import openai_path_problem, place_key
 from sync.fleet.runner import GITHUB_SAYS, github_variable, reference_name
 from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.yamlmarks import JsonPath
@@ -381,4 +381,4 @@ def _url(address: str) -> str | None:
             f"looks like a credential ({kind}); a proxy URL carries no key: give the key as "
             "api_key: os.environ/NAME"
         )
-    return address_problem(address)
+    return address_problem(address) or openai_path_problem(address)

@@ -12,6 +12,7 @@ credential. No message quotes a value that looks like a credential or random (qu
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -36,11 +37,42 @@ FIX_MOVE = (
     "there as os.environ/NAME and set NAME in the proxy's environment"
 )
 HIDDEN = "(hidden: looks like a credential)"
+PROXY_ENVIRONMENT = "in the proxy's environment"
 # litellm_params keys fleet-sync sets itself, and those that send requests elsewhere than
 # api_base (sync/litellm/redirects.py): refused at the key, the value never quoted.
 _RESERVED_PARAMS = {"model", "api_base", "api_key", *REDIRECTS}
 
 ProblemAt = Callable[[JsonPath, str, bool], Problem]
+
+
+# A reference written nearly right, any case, blanks around: os.env/NAME, os.environ.NAME,
+# os.environ/ NAME, env/NAME, environ:NAME, os.environ[NAME], os.getenv("NAME"), $NAME, ${NAME}.
+_NEAR_REFERENCE = re.compile(
+    r"\s*(?:(?:os\s*[./_:]?\s*)?(?:environ|env|getenv)\s*[./:\\\[(]\s*|\$\{?\s*)"
+    r"['\"]?\s*(?P<name>[A-Za-z_][A-Za-z0-9_]*)\s*['\"]?\s*[\])}]?\s*",
+    re.IGNORECASE,
+)
+
+
+def misspelt_reference(value: Any) -> str | None:
+    """The variable a string nearly written as a reference os.environ/NAME names, or None: a
+    reference as written, nothing like one, or a NAME no message may quote (a key pasted after
+    a `$` is a plaintext key, said as one)."""
+    if not isinstance(value, str) or is_reference(value):
+        return None
+    match = _NEAR_REFERENCE.fullmatch(value)
+    return match["name"] if match and may_quote(match["name"]) else None
+
+
+def misspelt_message(value: Any, place: str) -> str | None:
+    """The fix of a misspelt reference (misspelt_reference); `place`: where NAME is set."""
+    name = misspelt_reference(value)
+    if name is None:
+        return None
+    return (
+        f"{quote(value)} looks like a misspelt reference; write os.environ/{name} and set "
+        f"{name} {place}"
+    )
 
 
 def where(path: JsonPath) -> str:
@@ -129,6 +161,12 @@ def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:
             yield problem(here, message, True)
         in_section = len(rest) >= 2 and rest[0] in {"litellm_params", "model_info"}
         named = named_credential(key, item) if in_section and isinstance(key, str) else None
+        misspelt = (
+            misspelt_message(item, PROXY_ENVIRONMENT) if _fix(size, rest) == FIX_REFERENCE else None
+        )
+        if named == NAMED_SECRET and misspelt:
+            yield problem(here, f"{where(here)}: {misspelt}", False)
+            continue
         if named is not None:
             message = (
                 f"{where(here)}: a credential written out ({named})"

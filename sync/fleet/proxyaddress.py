@@ -14,11 +14,32 @@ front of several proxies tells them apart by the name (the Host header), and so 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
+# The path of LiteLLM's OpenAI-compatible API, which OpenAI clients take as their base URL; the
+# admin API (/model/new, /v2/model/info, /health/readiness) is at the proxy's base URL.
+_OPENAI_PATH = re.compile(r"/v1/?\Z", re.IGNORECASE)
+
+
+def openai_path_problem(url: str) -> str | None:
+    """Why a proxy URL that ends in /v1 is refused (with the base URL to give), or None.
+
+    Refused, not stripped: a URL that says /v1 is a URL copied from an OpenAI client's
+    settings, and every request fleet-sync sent there would answer 404 ("GET
+    /v1/health/readiness answered 404"); rewriting it silently would make the URL fleet-sync
+    reads (and binds a saved plan to) differ from the one written, so the fix is said once,
+    where the URL is written, before any request. `url` has passed the address rules."""
+    if not _OPENAI_PATH.search(url):
+        return None
+    base = _OPENAI_PATH.sub("", url)
+    return (
+        f"{url!r} ends in /v1, the path of LiteLLM's OpenAI-compatible API; fleet-sync uses its "
+        f"admin API at the proxy's base URL: give {base} (without /v1)"
+    )
 
 
 @dataclass(frozen=True)

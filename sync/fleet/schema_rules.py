@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sync.fleet.plaintext import holds_credential, quote
+from sync.fleet.plaintext import PROXY_ENVIRONMENT, holds_credential, misspelt_message, quote
 from sync.fleet.plaintext import where as _where
 from sync.fleet.problems import Problem
 from sync.fleet.yamlmarks import JsonPath, Marks
@@ -159,7 +159,9 @@ def _value_message(error: jsonschema.ValidationError, path: JsonPath, where: str
         # Never echo the value: it may be the secret itself. A target's key is read where
         # fleet-sync runs; every other one by LiteLLM, in the proxy's environment.
         target = path[:1] == ("targets",)
-        place = "where fleet-sync runs" if target else "in the proxy's environment"
+        place = "where fleet-sync runs" if target else PROXY_ENVIRONMENT
+        if misspelt := misspelt_message(instance, place):
+            return f"{where}: {misspelt}"
         return (
             f"{where}: plaintext api keys are refused; write a reference os.environ/NAME "
             f"and set NAME {place}"

@@ -10,6 +10,7 @@ there by owns: model_groups); a model declared without hosts stays where it goes
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import TypeVar
 
@@ -17,7 +18,17 @@ from sync.fleet.model import Defaults, Fleet, Host, Model
 from sync.fleet.placement import Overlay, Placement, Target
 from sync.fleet.promotion import promotion_order
 
-__all__ = ["Overlay", "Placement", "Target", "for_target", "goes_to", "promotion_order"]
+__all__ = [
+    "Overlay",
+    "Placement",
+    "Target",
+    "for_target",
+    "goes_to",
+    "promotion_order",
+    "what_target_means",
+]
+
+ONE_MODEL_README = 'README "--target selects a proxy, not a model"'
 
 Level = TypeVar("Level", Defaults, Model, Host)
 
@@ -38,6 +49,20 @@ def for_target(fleet: Fleet, name: str) -> Fleet:
         models.append(replace(_overlaid(model, name), hosts=hosts))
     return replace(
         fleet, defaults=_overlaid(fleet.defaults, name), models=tuple(models), targets=()
+    )
+
+
+def what_target_means(fleet: Fleet, names: Sequence[str]) -> str:
+    """What --target selects, said when it got a name that is no target; when the name is one
+    of the fleet's models, that no run is limited to one model, and what to do instead."""
+    meaning = "--target selects a proxy of targets:, not a model"
+    model = next((n for n in names if n in fleet.model_names), None)
+    if model is None:
+        return meaning
+    return (
+        f"{meaning}, and {model!r} is a model of {fleet.file}. No run is limited to one model: "
+        "apply makes each proxy equal to all of fleet.yaml; to change one model, change only "
+        f"it in fleet.yaml and the plan shows only its changes ({ONE_MODEL_README})"
     )
 
 

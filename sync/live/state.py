@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from sync.core.plan import Plan
     from sync.core.render import Route
     from sync.fleet.model import Fleet
+    from sync.fleet.problems import Problem
     from sync.live.client import LiteLLMClient
 
 # LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
@@ -26,11 +27,12 @@ Tell = Callable[[str], None]
 
 
 class UnknownProviders(FleetSyncError):
-    """Routes of fleet.yaml name a provider the proxy does not know; `lines` says which."""
+    """Routes of fleet.yaml name a provider the proxy does not know; `problems` says which,
+    each where fleet.yaml writes the provider."""
 
-    def __init__(self, message: str, lines: Sequence[str]) -> None:
+    def __init__(self, message: str, problems: Sequence[Problem]) -> None:
         super().__init__(message)
-        self.lines = tuple(lines)
+        self.problems = tuple(problems)
 
 
 @dataclass(frozen=True)
@@ -159,10 +161,10 @@ def check_providers(client: LiteLLMClient, fleet: Fleet, listed: Sequence[Route]
     if not lists:
         return note
     names = providers.known(frozenset.intersection(*lists), listed, os.environ)
-    problems = providers.unknown(render(fleet), names)
+    problems = providers.unknown(fleet, render(fleet), names)
     if problems:
         raise UnknownProviders(
-            f"{len(problems)} route(s) of fleet.yaml name a provider the proxy does not know "
+            f"{len(problems)} route(s) of {fleet.file} name a provider the proxy does not know "
             "(GET /public/providers): LiteLLM would store them and never load them. Fix the "
             f"provider, or, if the proxy does load it (a custom provider of its config), add it "
             f"to {providers.EXTRA_VARIABLE}; nothing was sent to the proxy",

@@ -27,6 +27,7 @@ are masked by value above.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -162,20 +163,39 @@ def write_text(path: Path, text: str) -> None:
 OWN_TERMINAL_SEQUENCES = re.compile(r"\x1b\[(?:0|2|31|32|33)m|\x1b\[K|\r")
 
 
+# What a shell's completion reads besides lines: fish takes "value<TAB>help" (click's
+# FishComplete). Kept on stdout while click answers a completion request (session(completion=)).
+COMPLETION_SEPARATORS = re.compile("\t")
+
+
 class ScrubbedStream(io.TextIOBase):
     """A text stream that scrubs what it passes on. Whole lines are scrubbed at once, so a
     secret split over two writes is still found; the rest goes out on flush. Every line also
     goes through display.stream_line: GitHub Actions reads stdout and stderr for workflow
     commands, and no line fleet-sync writes is one (validate's annotations excepted, written
-    through write_annotations)."""
+    through write_annotations). Bytes written to its `buffer` (click writes a shell's
+    completion script and answers as bytes) are decoded and go through the same scrub.
+    `keep`: what passes unescaped besides the terminal sequences kept on a terminal."""
 
-    def __init__(self, inner: TextIO, scrubber: Scrubber) -> None:
+    def __init__(
+        self, inner: TextIO, scrubber: Scrubber, keep: re.Pattern[str] | None = None
+    ) -> None:
         super().__init__()
         self.inner = inner
         self._scrubber = scrubber
         self._pending = ""
         self._lock = threading.Lock()
         self._keep = OWN_TERMINAL_SEQUENCES if _isatty(inner) else None
+        if keep is not None:
+            self._keep = (
+                keep if self._keep is None else re.compile(f"{self._keep.pattern}|{keep.pattern}")
+            )
+        self._buffer = ScrubbedBytes(self)
+
+    @property
+    def buffer(self) -> ScrubbedBytes:
+        """The binary side of this stream: what is written there is scrubbed as text."""
+        return self._buffer
 
     @property
     def encoding(self) -> str:  # type: ignore[override]  # read-only on TextIOBase
@@ -228,9 +248,37 @@ class ScrubbedStream(io.TextIOBase):
 
     def finish(self) -> None:
         """The end of the session: whatever is left goes out."""
+        if tail := self._buffer.rest():
+            self.write(tail)
         with self._lock:
             self._flush_pending()
         self.inner.flush()
+
+
+class ScrubbedBytes(io.RawIOBase):
+    """The `buffer` of a ScrubbedStream: bytes decoded (in the stream's encoding, a character
+    split over two writes kept whole, undecodable bytes replaced) and written as text, so they
+    are scrubbed, escaped and judged by line like every other output."""
+
+    def __init__(self, text: ScrubbedStream) -> None:
+        super().__init__()
+        self._text = text
+        self._decoder = codecs.getincrementaldecoder(text.encoding)(errors="replace")
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        raw = bytes(data)
+        self._text.write(self._decoder.decode(raw))
+        return len(raw)
+
+    def flush(self) -> None:
+        self._text.flush()
+
+    def rest(self) -> str:
+        """What an incomplete character at the end decodes to (the stream is ending)."""
+        return self._decoder.decode(b"", final=True)
 
 
 def _closed() -> TextIO:
@@ -255,15 +303,20 @@ def write_annotations(text: str) -> None:
 
 
 @contextmanager
-def session(environ: Mapping[str, str] | None = None) -> Iterator[Scrubber]:
-    """A fresh scrubber for one command, with stdout and stderr scrubbed until it ends."""
+def session(
+    environ: Mapping[str, str] | None = None, completion: bool = False
+) -> Iterator[Scrubber]:
+    """A fresh scrubber for one command, with stdout and stderr scrubbed until it ends.
+    `completion`: the command answers a shell's completion request, whose stdout the shell
+    reads (its separators kept: COMPLETION_SEPARATORS); secrets are masked there as anywhere."""
     global _active
     environ = os.environ if environ is None else environ
     scrubber = Scrubber(environ.get(name) for name in CREDENTIAL_VARIABLES)
     saved = _active, sys.stdout, sys.stderr
     _active = scrubber
+    keep = COMPLETION_SEPARATORS if completion else None
     # A stream closed by the caller (`>&-`: Python makes it None) takes nothing, silently.
-    sys.stdout = ScrubbedStream(saved[1] or _closed(), scrubber)
+    sys.stdout = ScrubbedStream(saved[1] or _closed(), scrubber, keep)
     sys.stderr = ScrubbedStream(saved[2] or _closed(), scrubber)
     try:
         yield scrubber
