@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from sync.core.render import PAUSED, READ, TAG_PATHS, TAGS, Route, value_digest
 from sync.litellm.normalise import SECTIONS, Path, leaves, readable, same
+from sync.litellm.owned import NEVER_LISTED
 from sync.litellm.redirects import provider_of, redirecting
 from sync.secrets.credentials import is_reference
 
@@ -116,7 +117,10 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
             # by hand: an auth header must not vanish unseen.
             yield _change(path, ABSENT, value)
         elif record is None or record.get(path) != value_digest(value):
-            unknown = record is None or path in record or path in every
+            # LiteLLM never lists api_key & co.: a route may hold one fleet-sync never wrote (a
+            # portal's, set by hand), which this write replaces: never "(absent)".
+            hidden_key = len(path) == 2 and path[0] == "litellm_params" and path[1] in NEVER_LISTED
+            unknown = record is None or path in record or path in every or hidden_key
             yield _change(path, UNREADABLE if unknown else ABSENT, value, "digest")
     for path, value in theirs.items() if found else ():
         if path in found and path not in want:
