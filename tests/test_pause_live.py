@@ -116,7 +116,9 @@ def test_a_drain_pauses_an_adopted_route_keeping_its_key_and_enabled_resumes_it(
                 f"~ pause {model} host=a ({ids['a']})" in text
                 and "prune" not in text.split("\n", 1)[1]
             )
-            apply(path, proxy)
+            assert f"pause {model} host=a ({ids['a']}): paused" in apply(
+                path, proxy
+            )  # said as the plan said it
             assert sorted(proxy.ids(model)) == sorted(ids.values())  # still there, same id
             assert paused(proxy, ids["a"]) and not paused(proxy, ids["b"])
             assert plan(path, proxy, 0)["changes"] == []
@@ -126,7 +128,7 @@ def test_a_drain_pauses_an_adopted_route_keeping_its_key_and_enabled_resumes_it(
             assert a.chats() == served_a
 
             # enabled: true resumes it; with b paused by an admin, only a can answer.
-            apply(fleet(True), proxy)
+            assert f"resume {model} host=a ({ids['a']}): resumed" in apply(fleet(True), proxy)
             assert not paused(proxy, ids["a"])
             admin_pause(proxy, ids["b"])
             assert chat(proxy, model) == "A"

@@ -36,9 +36,11 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
         except FleetError as exc:
             problems.extend(exc.problems)
             continue
+        drained = sum(not h.enabled for m in fleet.models for h in m.hosts)
+        paused = f", {drained} drained host(s) paused" if drained else ""
         valid.append(
             f"{path}: valid (fleet {fleet.name}: {len(fleet.models)} models, "
-            f"{len(render(fleet))} routes)"
+            f"{len(render(fleet))} routes{paused})"
         )
     shown = format_named(fmt).show_problems(problems, valid)
     if shown.annotations:

@@ -247,7 +247,9 @@ def _update(change: Update, client: LiteLLMClient) -> str:
             if live is None and (not_served := _not_served(exc)) is not None:
                 raise not_served from None
             continue  # PATCH carries the full desired state, so sending it again is safe
-        return f"updated; removed {', '.join(keys)} in place" if keys else "updated"
+        # A drain's write is a pause, an enabled host's a resume: said as the plan said it.
+        done = "updated" if change.pause is None else "paused" if change.pause else "resumed"
+        return f"{done}; removed {', '.join(keys)} in place" if keys else done
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 

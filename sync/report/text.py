@@ -84,7 +84,7 @@ def _ignored(plan: Plan) -> list[tuple[str, str]]:
 def result_text(result: Result) -> str:
     out = [f"fleet {result.plan.fleet}: {outcome_counts(result)}"]
     for o in result.outcomes:
-        out.append(f"  {o.status:<11} {o.change.action} {change_label(o.change)}: {o.detail}")
+        out.append(f"  {o.status:<11} {verb(o.change)} {change_label(o.change)}: {o.detail}")
     for w in result.plan.withheld:
         out.append(f"  {'withheld':<11} {w.change.action} {change_label(w.change)}: {w.reason}")
     out += [f"  {'conflict':<11} {conflict_line(c)}" for c in result.plan.conflicts]
