@@ -35,6 +35,12 @@ LOOPBACK = {"localhost": frozenset({"127.0.0.1", "::1"})}
         ("https://proxy.example", "https://PROXY.example.:443"),
         ("https://proxy.example", "http://proxy.example:443"),  # the scheme picks the port only
         ("http://proxy.example/litellm/", "http://proxy.example:80/litellm"),
+        # found by an outside attack: each reached the same pod and planned against it
+        ("http://127.0.0.1:4000", "http://0.0.0.0:4000"),
+        ("http://[::1]:4000", "http://[::]:4000"),
+        ("http://127.0.0.1:4000", "http://127.0.0.1:4000/."),
+        ("http://127.0.0.1:4000", "http://127.0.0.1:4000/v1/.."),
+        ("http://proxy.example/litellm", "http://proxy.example//litellm/./x/../"),
     ],
 )
 def test_spellings_of_one_address_are_one_place(a: str, b: str) -> None:

@@ -2,10 +2,11 @@
 
 Pure (no network): validate compares the spellings it can normalise on its own — the case of
 the host, a trailing dot, an IP literal's forms (an IPv4-mapped IPv6 address is its IPv4
-address; `[0:0::1]` is `[::1]`), the default port of the scheme (http 80, https 443; the scheme
-itself only picks that port: `http://h:443` and `https://h` reach one socket), a trailing
-slash. A run also knows what each name resolves to (sync/live/resolve.py, the edge) and calls
-`one_proxy` with it: `http://localhost:P` and `http://127.0.0.1:P` are then one proxy.
+address; `[0:0::1]` is `[::1]`; `0.0.0.0` is the machine itself), the default port of the
+scheme (http 80, https 443; the scheme itself only picks that port: `http://h:443` and
+`https://h` reach one socket), the path as a server routes it (dot segments, empty segments, a
+trailing slash). A run also knows what each name resolves to (sync/live/resolve.py, the edge)
+and calls `one_proxy` with it: `http://localhost:P` and `http://127.0.0.1:P` are then one proxy.
 
 Two *different names* reaching one address are not one proxy: an ingress or load balancer in
 front of several proxies tells them apart by the name (the Host header), and so does fleet-sync.
@@ -66,8 +67,23 @@ def canonical_ip(text: str) -> str | None:
     except ValueError:
         return None
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        return str(ip.ipv4_mapped)
+        ip = ip.ipv4_mapped
+    if ip.is_unspecified:  # a connection to 0.0.0.0 (or ::) reaches this very machine
+        return "127.0.0.1" if ip.version == 4 else "::1"
     return str(ip)
+
+
+def base_path(path: str) -> str:
+    """A URL's path as a server routes it: dot segments resolved and empty ones dropped
+    (`/v1/..`, `/.` and `//` are the root), without a trailing slash ("" at the root)."""
+    kept: list[str] = []
+    for segment in path.split("/"):
+        if segment == "..":
+            if kept:
+                kept.pop()
+        elif segment not in ("", "."):
+            kept.append(segment)
+    return "".join(f"/{s}" for s in kept)
 
 
 def place(url: str) -> Place:
@@ -82,7 +98,7 @@ def place(url: str) -> Place:
         raise ValueError(f"no host in {url!r}")
     port = parts.port or DEFAULT_PORTS[scheme]
     ip = canonical_ip(name)
-    return Place(ip or name, port, parts.path.rstrip("/"), ip is not None)
+    return Place(ip or name, port, base_path(parts.path), ip is not None)
 
 
 def place_key(url: str) -> str:
