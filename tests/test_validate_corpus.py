@@ -392,7 +392,9 @@ def test_example_fleet_is_valid() -> None:
     run = cli_subprocess(["validate", "-f", "fleet.yaml"])
     assert run.code == 0, run.out + run.err
     assert re.fullmatch(
-        r"fleet\.yaml: valid \(fleet [a-z0-9-]+: \d+ models, \d+ routes\)\n", run.out
+        r"fleet\.yaml: valid \(fleet [a-z0-9-]+: \d+ models, \d+ routes"
+        r"(, \d+ drained host\(s\) paused)?\)\n",
+        run.out,
     )
     assert run.err == ""
     fleet = load_fleet(EXAMPLE)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
@@ -74,10 +75,36 @@ def nonfinite_problems(data: Any, marks: Marks, file: str) -> Iterator[Problem]:
                 "limit compared with it is ever crossed; write a finite number"
             )
             yield Problem(file, *marks.of_value(path), message)
+        elif isinstance(value, str) and _nonfinite_text(value, path):
+            message = (
+                f"{_where(path)}: {value!r} is text LiteLLM reads as a number that is not finite "
+                "(YAML reads 1e400, without a dot, as a string; LiteLLM turns it into infinity "
+                "and every request of the route fails); write a finite number"
+            )
+            yield Problem(file, *marks.of_value(path), message)
         elif isinstance(value, dict):
             pending.extend(((*path, k), v) for k, v in value.items())
         elif isinstance(value, list):
             pending.extend(((*path, i), v) for i, v in enumerate(value))
+
+
+# A number as text: LiteLLM coerces such a string where it wants a number (timeout: "1e400").
+_NUMBER_TEXT = re.compile(r"[+-]?(\d[\d_]*\.?\d*|\.\d+)([eE][+-]?\d+)?")
+_NONFINITE_WORDS = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan"})
+
+
+def _nonfinite_text(value: str, path: JsonPath) -> bool:
+    """A string that reads as a number too large for a float (anywhere), or as infinity or NaN
+    by name (inf, nan) where LiteLLM coerces values: under litellm_params."""
+    text = value.strip()
+    if text.lower() in _NONFINITE_WORDS:
+        return "litellm_params" in path
+    if not _NUMBER_TEXT.fullmatch(text):
+        return False
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def is_nonfinite(value: Any) -> bool:
