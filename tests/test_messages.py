@@ -41,7 +41,8 @@ def test_a_proxy_url_ending_in_v1_is_refused_with_the_base_url(
         done = run(tmp_path, FLEET, {**env, "LITELLM_PROXY_URL": url}, "plan")
     assert done.code == 1, done.out
     expected = refusing.url + ("/gateway" if suffix == "/gateway/v1" else "")
-    assert f"error: proxy URL {url!r} ends in /v1" in done.out, done.out
+    origin = "--proxy-url" if given == "option" else "LITELLM_PROXY_URL"  # the one read
+    assert f"error: proxy URL (from {origin}): {url!r} ends in /v1" in done.out, done.out
     assert f"give {expected} (without /v1)" in done.out, done.out
     assert refusing.seen == []  # refused before any request
 
@@ -138,3 +139,21 @@ def test_target_given_a_model_says_what_target_selects(tmp_path: Path) -> None:
     done = run(tmp_path, declared, env, "plan", "--target", "stagin")
     assert "--target selects a proxy of targets:, not a model" in done.out
     assert "is a model of" not in done.out
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("LITELLM_PROXY_URL", "http://127.0.0.1:99999", "port 99999 is outside 1-65535"),
+        ("LITELLM_PROXY_URLS", "http://127.0.0.1:4000,ftp://x", "must start with http://"),
+    ],
+)
+def test_a_bad_proxy_url_names_the_variable_it_was_read_from(
+    tmp_path: Path, variable: str, value: str, said: str
+) -> None:
+    """An outside attack: a port out of range or another scheme was said without naming where
+    the URL came from."""
+    env = {"LITELLM_PROXY_API_KEY": "sk-write", variable: value}
+    done = run(tmp_path, FLEET, env, "plan")
+    assert done.code == 1, done.out
+    assert f"proxy URL (from {variable})" in done.out and said in done.out, done.out

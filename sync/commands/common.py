@@ -107,12 +107,14 @@ def connect(
     timeout: float,
     spread_writes: bool = True,
     key_name: str | None = None,
+    url_name: str = "--proxy-url",
 ) -> LiteLLMClient:
     """A client of the proxy. key_name: where api_key came from (a target's variable); None for
-    the key the command's options read (--api-key or the LITELLM_PROXY_* variable it took)."""
+    the key the command's options read (--api-key or the LITELLM_PROXY_* variable it took).
+    url_name: where proxy_urls came from (without them: the variable read instead)."""
     urls = [u for u in proxy_urls if u]
     if not urls:
-        urls = _environment_urls()
+        urls, url_name = _environment_urls()
     if not api_key:
         fail(
             "no admin key given: set LITELLM_PROXY_API_KEY (plan and drift also take "
@@ -124,7 +126,7 @@ def connect(
     from sync.live.client import LiteLLMClient
 
     for url in urls:
-        check_proxy_url(url)
+        check_proxy_url(url, url_name)
     return LiteLLMClient(
         urls,
         api_key,
@@ -135,7 +137,7 @@ def connect(
     )
 
 
-def _environment_urls() -> list[str]:
+def _environment_urls() -> tuple[list[str], str]:
     """The pod URLs of LITELLM_PROXY_URLS, else LITELLM_PROXY_URL; a variable that is set but
     holds no URL stops the command naming that variable (the one read)."""
     for name in ("LITELLM_PROXY_URLS", "LITELLM_PROXY_URL"):
@@ -145,7 +147,7 @@ def _environment_urls() -> list[str]:
         urls = [u.strip() for u in value.split(",") if u.strip()]
         if not urls:
             fail(f"{name} is set but holds no URL; set it to the proxy's URL or pass --proxy-url")
-        return urls
+        return urls, name
     fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
 
 
@@ -162,19 +164,21 @@ def key_origin() -> str:
     return "LITELLM_PROXY_API_KEY"
 
 
-def check_proxy_url(url: str) -> None:
-    """Stop (exit 1) at a proxy URL httpx cannot send to as given."""
+def check_proxy_url(url: str, origin: str = "--proxy-url") -> None:
+    """Stop (exit 1) at a proxy URL httpx cannot send to as given, naming where it was read
+    (origin: --proxy-url, the variable, the target's proxy_url)."""
+    what = f"proxy URL (from {origin})"
     import httpx
 
     from sync.fleet.addresses import address_problem
     from sync.fleet.proxyaddress import openai_path_problem
 
     if not url.startswith(("http://", "https://")):
-        fail(f"proxy URL {strip_userinfo(url)!r} must start with http:// or https://")
+        fail(f"{what} {strip_userinfo(url)!r} must start with http:// or https://")
     if has_userinfo(url):
         # httpx would turn user:pass@ into Basic auth in place of the admin key.
         fail(
-            f"proxy URL {strip_userinfo(url)!r} carries credentials (user:pass@); "
+            f"{what} {strip_userinfo(url)!r} carries credentials (user:pass@); "
             "remove them and give the admin key with LITELLM_PROXY_API_KEY or --api-key"
         )
     try:
@@ -182,15 +186,15 @@ def check_proxy_url(url: str) -> None:
         parsed.port  # noqa: B018  (httpx checks the port only when it is read)
         host = parsed.host  # decodes an xn-- name: IDNAError, a ValueError
     except (httpx.InvalidURL, ValueError) as exc:
-        fail(f"proxy URL {strip_userinfo(url)!r} is not a valid address ({exc})")
+        fail(f"{what} {strip_userinfo(url)!r} is not a valid address ({exc})")
     if not host:
-        fail(f"proxy URL {strip_userinfo(url)!r} has no host")
+        fail(f"{what} {strip_userinfo(url)!r} has no host")
     if problem := address_problem(url):
         # A host httpx takes but the resolver does not (a 64-character label), or one
         # that is not printed as itself: the same rules as a host's api_base.
-        fail(f"proxy URL {problem}")
+        fail(f"{what}: {problem}")
     if problem := openai_path_problem(url):
-        fail(f"proxy URL {problem}")
+        fail(f"{what}: {problem}")
 
 
 def write_key(api_key: str | None) -> str | None:

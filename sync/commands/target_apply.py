@@ -187,7 +187,12 @@ def apply_target(
         fail("refused: " + " | ".join(planned.unsafe), EXIT_REFUSED)
     endpoint = planned.endpoint
     with connect(
-        endpoint.urls, endpoint.key, reading.timeout, options.spread_writes, endpoint.key_name
+        endpoint.urls,
+        endpoint.key,
+        reading.timeout,
+        options.spread_writes,
+        endpoint.key_name,
+        endpoint.url_name,
     ) as client:
         if the_plan.empty:
             result = Result(the_plan, ())

@@ -124,7 +124,9 @@ def fix_one(
         fixed = display.text(" | ".join(value.unsafe))  # reasons quote the proxy's names
         fail(f"--fix refused: {fixed}", EXIT_REFUSED)
     endpoint = value.endpoint
-    with connect(endpoint.urls, endpoint.key, reading.timeout, True, endpoint.key_name) as client:
+    with connect(
+        endpoint.urls, endpoint.key, reading.timeout, True, endpoint.key_name, endpoint.url_name
+    ) as client:
         check_can_write(client)
         result = run_apply(value.plan, client, CONCURRENCY, reading.settle_timeout)
     if fmt == "json":

@@ -76,7 +76,9 @@ def plan_target(reading: Reading, target: Target, endpoint: Endpoint) -> TargetP
     from sync.fleet.targets import for_target
 
     fleet = for_target(reading.fleet, target.name)
-    with connect(endpoint.urls, endpoint.key, reading.timeout, True, endpoint.key_name) as client:
+    with connect(
+        endpoint.urls, endpoint.key, reading.timeout, True, endpoint.key_name, endpoint.url_name
+    ) as client:
         live = read_live(
             client, fleet, reading.take_over, reading.settle_timeout, reading.fleet_file
         )

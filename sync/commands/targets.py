@@ -71,6 +71,7 @@ class Endpoint:
     urls: tuple[str, ...]
     key: str
     key_name: str  # where the key came from, for messages that say to fix it
+    url_name: str = "--proxy-url"  # where the URLs came from, likewise
 
 
 @dataclass(frozen=True)
@@ -144,9 +145,12 @@ def resolve(
     api_key, one that reads read_api_key when set, else api_key. A literal URL is used as
     written; a reference is a URL or comma-separated pod URLs. Raises TargetUnresolved naming
     the variable (never its value) when it is unset or empty."""
+    url_name = "--proxy-url"
     if override.urls:
         urls: tuple[str, ...] = override.urls
     else:
+        named = ", ".join(w.removeprefix(REFERENCE) for w in _urls_as_written(target))
+        url_name = f"target {target.name}'s proxy_url: {named}"
         urls = tuple(
             url
             for written in _urls_as_written(target)
@@ -155,7 +159,6 @@ def resolve(
         )
         urls = tuple(u.strip() for u in urls)
         if not urls:  # never the LITELLM_PROXY_URL(S) a run without targets would read
-            named = ", ".join(w.removeprefix(REFERENCE) for w in _urls_as_written(target))
             raise TargetUnresolved(f"target {target.name}: proxy_url: {named} holds no URL")
     if override.key:
         key, key_name = override.key, "--api-key"
@@ -172,7 +175,7 @@ def resolve(
                 f"{why}; set it to the key exactly as LiteLLM issued it"
             )
     scrub.remember(key)
-    return Endpoint(urls, key, key_name)
+    return Endpoint(urls, key, key_name, url_name)
 
 
 def pinned(
