@@ -300,7 +300,9 @@ def test_a_route_adopted_under_litellms_id_is_judged_by_its_hosts_probe() -> Non
 
 def test_require_withholds_a_resume_of_a_host_that_does_not_serve_but_never_a_pause() -> None:
     """A resume puts a route back in service: like a create it waits for proof the host serves.
-    A pause (a drained host) takes it out of service: it needs none, and gets no probe."""
+    A pause (a drained host) takes it out of service: it needs none, and gets no probe; like a
+    prune it waits with its group: withheld while the group's resume is (one group here), sent
+    when the resume is proven (the next gate)."""
     fleet = fleet_of(
         {
             "m": {
@@ -330,6 +332,11 @@ def test_require_withholds_a_resume_of_a_host_that_does_not_serve_but_never_a_pa
     # What verify matches answers to: the routes that serve after the apply, the paused one not.
     assert sorted(r.host or "" for r in plan.serving) == ["a", "c"]
     gated = gate(plan, [health(fleet, "m", "a", "no_answer")], require=True)
-    [held] = gated.withheld
+    held, pause = gated.withheld
     assert held.change.host == "a" and "cannot connect" in held.reason
-    assert [c.host for c in gated.changes] == ["b"]
+    assert pause.change.host == "b" and pause.reason == (
+        "not paused: the update of m host a was withheld, so this route stays in service"
+    )
+    assert gated.changes == ()
+    served = gate(plan, [health(fleet, "m", "a", "serves", ("org/m",))], require=True)
+    assert sorted(c.host or "" for c in served.changes) == ["a", "b"] and not served.withheld

@@ -12,7 +12,10 @@ Authorization header they receive:
   next plan is empty; `enabled: true` resumes it and it serves again with the portal's key;
 - an admin's pause of a host fleet.yaml enables is shown by plan and drift (exit 2), as a resume;
 - a drained host's replacement (a key removed) is created paused;
-- draining a group's last real host while its only other route is paused is refused (exit 3).
+- draining a group's last real host while its only other route is paused is refused (exit 3);
+- a pause waits for its group's creates, updates and resumes: when one fails (LiteLLM answers
+  422 int_from_float to `rpm: 1.5`), the pause is not sent, the model still answers from the
+  route it would have paused (exit 4), and the next apply, fleet.yaml fixed, converges.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from sync.core.render import route_id
 
 from .support.proxyharness import Proxy, fleet_sync, write_fleet
 from .support.upstream import Upstream
@@ -200,3 +205,76 @@ def test_draining_the_last_host_beside_a_paused_route_is_refused(
     finally:
         c.stop()
         o.stop()
+
+
+@pytest.mark.litellm_matrix
+def test_a_failed_create_keeps_its_groups_pause_unsent(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    model = f"{fleet_name}-x"
+    a = Upstream("A", [f"org/{model}"]).start()
+    c = Upstream("C", [f"org/{model}"]).start()
+    try:
+        with cleaned(proxy, model):
+            path = tmp_path / "fleet.yaml"
+
+            def fleet(rpm: float | None = None) -> Path:
+                spec = hosts(a=(a, False), c=(c, True))
+                if rpm is not None:
+                    spec["c"]["litellm_params"] = {"rpm": rpm}
+                return write_fleet(path, fleet_name, {model: {"hosts": spec}}, owns="model_groups")
+
+            write_fleet(
+                path, fleet_name, {model: {"hosts": hosts(a=(a, True))}}, owns="model_groups"
+            )
+            apply(path, proxy)
+            (rid,) = proxy.ids(model)
+            # Drain a and add c, whose create LiteLLM refuses (422: rpm must be an integer).
+            out = apply(fleet(rpm=1.5), proxy, code=4)
+            assert f"skipped: a create/update of {model} did not go through" in out, out
+            assert not paused(proxy, rid) and proxy.ids(model) == [rid]
+            assert chat(proxy, model) == "A"  # the model keeps its route
+            apply(fleet(rpm=2), proxy)  # fixed: c created, then a paused
+            assert paused(proxy, rid)
+            assert plan(path, proxy, 0)["changes"] == []
+            served_a = a.chats()
+            for _ in range(4):
+                assert chat(proxy, model) == "C"
+            assert a.chats() == served_a
+    finally:
+        a.stop()
+        c.stop()
+
+
+@pytest.mark.litellm_matrix
+def test_a_failed_resume_keeps_its_groups_pause_unsent(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    model = f"{fleet_name}-y"
+    a = Upstream("A", [f"org/{model}"]).start()
+    c = Upstream("C", [f"org/{model}"]).start()
+    try:
+        with cleaned(proxy, model):
+            path = tmp_path / "fleet.yaml"
+
+            def fleet(rpm: float, a_on: bool = True, c_on: bool = True) -> Path:
+                spec = hosts(a=(a, a_on), c=(c, c_on))
+                spec["a"]["litellm_params"] = {"rpm": rpm}
+                return write_fleet(path, fleet_name, {model: {"hosts": spec}}, owns="model_groups")
+
+            apply(fleet(2), proxy)
+            ids = {h: route_id(fleet_name, model, h) for h in "ac"}
+            assert proxy.ids(model) == sorted(ids.values())
+            admin_pause(proxy, ids["a"])
+            # Resume a with a value LiteLLM refuses, and drain c in the same edit.
+            out = apply(fleet(1.5, c_on=False), proxy, code=4)
+            assert f"skipped: a create/update of {model} did not go through" in out, out
+            assert paused(proxy, ids["a"]) and not paused(proxy, ids["c"])
+            assert chat(proxy, model) == "C"
+            apply(fleet(3, c_on=False), proxy)
+            assert not paused(proxy, ids["a"]) and paused(proxy, ids["c"])
+            assert plan(path, proxy, 0)["changes"] == []
+            assert chat(proxy, model) == "A"
+    finally:
+        a.stop()
+        c.stop()

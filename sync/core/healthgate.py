@@ -1,6 +1,7 @@
 """Plan + probe results → the plan apply may run: with health: require, a change that would point
-a route at an address that does not serve its model is withheld, and so are the prunes of its
-model group (the old route must stay in its place). Pure: probe results come in as values."""
+a route at an address that does not serve its model is withheld, and so are the prunes and pauses
+of its model group (the old route must stay in its place, serving). Pure: probe results
+come in as values."""
 
 from __future__ import annotations
 
@@ -32,12 +33,15 @@ def gate(plan: Plan, health: Iterable[HostHealth], require: bool) -> Plan:
     held_groups = {w.change.model_name: w for w in withheld}
     for change in plan.changes:
         first = held_groups.get(change.model_name)
-        if isinstance(change, Delete) and first is not None:
+        # A pause takes its route out of service as a prune does: it waits with it.
+        pause = isinstance(change, Update) and change.pause is True
+        if (isinstance(change, Delete) or pause) and first is not None:
             withheld.append(
                 Withheld(
                     change,
-                    f"not pruned: the {first.change.action} of {change.model_name} host "
-                    f"{first.change.host} was withheld, so this route stays in its place",
+                    f"not {'paused' if pause else 'pruned'}: the {first.change.action} of "
+                    f"{change.model_name} host {first.change.host} was withheld, so this route "
+                    f"stays in {'service' if pause else 'its place'}",
                 )
             )
     held = {id(w.change) for w in withheld}

@@ -1,13 +1,15 @@
-"""Executing a Plan: creates, then updates, then deletes; ambiguous writes read back; the result
-is what every listed pod's router lists afterwards, not what the writes answered.
+"""Executing a Plan: creates, then updates and resumes, then pauses, then deletes; ambiguous writes
+read back; the result is what every listed pod's router lists afterwards, not what the writes
+answered.
 
 A write counts only once the router lists it (what clients route on): LiteLLM can store a route
 it then fails to load ("saved to the database, but ... not live"), and a database lookup would
-find that row. A model group's deletes (replacements included) run only after every create and
-update of that group is listed, so a group never loses its last serving route to a write that
-serves nothing. An update every pod still lists with its previous values at the deadline was
-stored but not loaded: its previous values are written back where they can be
-(sync/live/rollback.py), so a pod that starts later loads what the others serve."""
+find that row. A model group's pauses and deletes (replacements included) take routes out of
+service: they run only after every create, update and resume of that group is listed, so a group
+never loses its last serving route to a write that serves nothing. An update every pod still
+lists with its previous values at the deadline was stored but not loaded: its previous values
+are written back where they can be (sync/live/rollback.py), so a pod that starts later loads
+what the others serve."""
 
 from __future__ import annotations
 
@@ -73,32 +75,20 @@ def apply_plan(
     """concurrency is per pod: each route's writes go to the pod client.pod_for chooses."""
     progress = progress or Silent()
     written: list[_Written] = []
-    blocked: dict[str, str] = {}  # model group -> why its deletes must not run
+    blocked: dict[str, str] = {}  # model group -> why its pauses and deletes must not run
     for stage in ("create", "update"):
-        todo = list(plan.of(stage))
+        todo = [c for c in plan.of(stage) if not _is_pause(c)]
         results = _run_stage(stage, todo, client, concurrency, written, progress)
         written += results
-        for w in results:
-            # A group whose create/update failed or stayed ambiguous keeps its old routes.
-            if w.state != "written":
-                why = "failed" if w.state == "failed" else "stayed ambiguous"
-                blocked.setdefault(w.change.model_name, f"did not go through ({w.change.id} {why})")
+        _block_unwritten(results, blocked)
     reader = _ReadBack(client, confirm_timeout, poll_interval, sleep, progress)
-    deleting = {c.model_name for c in plan.of("delete")}
-    gate = [w for w in written if w.ok and w.change.model_name in deleting]
-    reader.wait(gate)
-    for w in gate:
-        if reader.lagging(w):
-            blocked.setdefault(w.change.model_name, f"is not listed by the router ({w.change.id})")
-    todo = [c for c in plan.of("delete") if c.model_name not in blocked]
-    written += [
-        _Written(
-            c, "skipped", f"skipped: a create/update of {c.model_name} {blocked[c.model_name]}"
-        )
-        for c in plan.of("delete")
-        if c.model_name in blocked
-    ]
-    written += _run_stage("delete", todo, client, concurrency, written, progress)
+    # A pause takes a route out of service as a delete does: both wait for their group.
+    pauses = [c for c in plan.of("update") if _is_pause(c)]
+    for stage, changes in (("pause", pauses), ("delete", list(plan.of("delete")))):
+        todo = _hold_back(changes, written, blocked, reader)
+        results = _run_stage(stage, todo, client, concurrency, written, progress)
+        written += results
+        _block_unwritten(results, blocked)
     reader.wait([w for w in written if w.ok])
     outcomes = [
         _settle(o, w, reader, client)
@@ -106,6 +96,40 @@ def apply_plan(
     ]
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
+
+
+def _is_pause(change: Change) -> bool:
+    return isinstance(change, Update) and change.pause is True
+
+
+def _block_unwritten(results: Iterable[_Written], blocked: dict[str, str]) -> None:
+    """A group whose create/update/pause failed or stayed ambiguous keeps its old routes."""
+    for w in results:
+        if w.state in ("failed", "ambiguous"):
+            why = "failed" if w.state == "failed" else "stayed ambiguous"
+            blocked.setdefault(w.change.model_name, f"did not go through ({w.change.id} {why})")
+
+
+def _hold_back(
+    changes: list[Change], written: list[_Written], blocked: dict[str, str], reader: _ReadBack
+) -> list[Change]:
+    """The changes that take a route out of service (pauses, deletes) that may run: those of a
+    group whose every create and update so far is listed by every pod. The others are added to
+    `written` as skipped, with the reason; the ones that may run are returned."""
+    groups = {c.model_name for c in changes}
+    gate = [w for w in written if w.ok and w.change.model_name in groups]
+    reader.wait(gate)
+    for w in gate:
+        if reader.lagging(w):
+            blocked.setdefault(w.change.model_name, f"is not listed by the router ({w.change.id})")
+    written += [
+        _Written(
+            c, "skipped", f"skipped: a create/update of {c.model_name} {blocked[c.model_name]}"
+        )
+        for c in changes
+        if c.model_name in blocked
+    ]
+    return [c for c in changes if c.model_name not in blocked]
 
 
 def _run_stage(
