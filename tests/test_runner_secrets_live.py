@@ -99,3 +99,46 @@ def test_a_runner_secret_under_a_hosts_own_name_is_never_sent(
         assert sent == {f"Bearer {own}"}, recorder.authorizations
     finally:
         remove_fleet(proxy, fleet_name)
+
+
+def test_another_fleet_files_target_key_is_never_sent(
+    proxy: Proxy, recorder: Upstream, tmp_path: Path, fleet_name: str
+) -> None:
+    """Outside attack F3: the job runs fleetA.yaml (its staging target's key in
+    STAGING_LITELLM_API_KEY) and fleetB.yaml, whose host names that variable; `plan -f
+    fleetB.yaml` in that job (FLEET_SYNC_FLEET_FILES, as the action sets it) asks the host
+    without it, and validate over both refuses fleetB.yaml before any request."""
+    staging = "sk-staging-write-key-777"
+    fleet_a = write_fleet(
+        tmp_path / "fleetA.yaml",
+        f"{fleet_name}-a",
+        {f"{fleet_name}-a": {"hosts": {"a": "http://10.1.0.1:8000/v1"}}},
+        targets={
+            "staging": {
+                "proxy_url": "os.environ/STAGING_URL",
+                "api_key": "os.environ/STAGING_LITELLM_API_KEY",
+            }
+        },
+    )
+    model = f"{fleet_name}-m"
+    fleet_b = write_fleet(
+        tmp_path / "fleetB.yaml",
+        fleet_name,
+        keyed_hosts(model, recorder.url, {"h": "os.environ/STAGING_LITELLM_API_KEY"}),
+        health="probe",
+    )
+    env = runner_env(
+        proxy,
+        STAGING_LITELLM_API_KEY=staging,
+        FLEET_SYNC_FLEET_FILES=f"{fleet_a}\n{fleet_b}",
+    )
+    try:
+        checked = fleet_sync(["validate", str(fleet_a), str(fleet_b)], env)
+        assert checked.code == 1 and "in any fleet file of the job" in checked.out, checked.out
+        run = fleet_sync(["plan", "-f", str(fleet_b)], env)
+        assert run.code in (0, 2), run.out + run.err
+        assert "key not sent: os.environ/STAGING_LITELLM_API_KEY names a variable" in run.out
+        assert recorder.authorizations == [None]
+        assert staging not in run.out + run.err
+    finally:
+        remove_fleet(proxy, fleet_name)

@@ -312,6 +312,7 @@ STUB = """#!/usr/bin/env bash
 if [ "$1 $2 $3" != "-I -m sync" ]; then exec "{python}" "$@"; fi
 shift 3
 echo "$@" >> "{calls}"
+echo "$1: ${{FLEET_SYNC_FLEET_FILES//$'\n'/ }}" >> "{calls}.files"
 [ "$1" = validate ] && exit {validate}
 cat > "$FLEET_SYNC_REPORT_DIR/f$RANDOM.$1.json" <<'EOF'
 {{"hash": "sha256:abc", "changes": [{{"action": "create"}}, {{"action": "delete"}}]}}
@@ -328,6 +329,7 @@ def run_action(
     validate: int = 0,
     secrets: bool = True,
     inputs: dict[str, str] | None = None,
+    stub_text: str = STUB,
 ) -> tuple[JobRun, str]:
     """The example workflow's job through the action, with a stub for the venv's Python."""
     bin_dir = tmp_path / "bin"
@@ -335,7 +337,9 @@ def run_action(
     calls = tmp_path / "calls"
     calls.touch()
     stub = bin_dir / "python"
-    stub.write_text(STUB.format(python=sys.executable, calls=calls, code=code, validate=validate))
+    stub.write_text(
+        stub_text.format(python=sys.executable, calls=calls, code=code, validate=validate)
+    )
     stub.chmod(0o755)
     (tmp_path / "python").mkdir()
     (tmp_path / "python" / "python").symlink_to(sys.executable)

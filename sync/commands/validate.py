@@ -20,6 +20,8 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     """Check fleet.yaml against the schema and the semantic rules; every problem, located.
 
     FILES, when given, are validated instead of -f (pre-commit passes changed files so).
+    Validated together: no host of one may name a target variable of any (one job holds them
+    all).
     """
     from sync.core.render import render
     from sync.fleet.model import load_fleet
@@ -31,8 +33,10 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     valid: list[str] = []
     for path in files:
         scrub.active().remember_fleet(path, os.environ)
+    held = frozenset().union(*(_target_variables(p) for p in files))
+    for path in files:
         try:
-            fleet = load_fleet(path, str(path))
+            fleet = load_fleet(path, str(path), held)
         except FleetError as exc:
             problems.extend(exc.problems)
             continue
@@ -51,3 +55,14 @@ def validate(fleet_file: Path, more_files: tuple[Path, ...], fmt: str) -> None:
     if problems:
         click.echo(f"{len(problems)} problem(s)", err=True)
         raise Exit(EXIT_ERROR)
+
+
+def _target_variables(path: Path) -> frozenset[str]:
+    """A file's target variables; none when it cannot be read (its own problem says why)."""
+    from sync.fleet.model import file_target_variables
+    from sync.fleet.problems import FleetError
+
+    try:
+        return file_target_variables(path)
+    except FleetError:
+        return frozenset()

@@ -16,7 +16,7 @@ from sync.fleet.plaintext import address_credential, masked, quote
 from sync.fleet.plaintext import secret_problems as _secret_problems
 from sync.fleet.plaintext import where as _where
 from sync.fleet.problems import FleetError, Problem
-from sync.fleet.runner import key_reference_problems, target_variables
+from sync.fleet.runner import data_target_variables, key_reference_problems, target_variables
 
 # Re-exported: the tests and benchmarks take the schema from here.
 from sync.fleet.schema_rules import SCHEMA_PATH as SCHEMA_PATH
@@ -99,16 +99,26 @@ class Fleet:
         return frozenset(m.name for m in self.models)
 
 
-def load_fleet(path: Path, display: str | None = None) -> Fleet:
-    """Read, validate and build the Fleet; raise FleetError listing every problem."""
+def load_fleet(path: Path, display: str | None = None, held: frozenset[str] = frozenset()) -> Fleet:
+    """Read, validate and build the Fleet; raise FleetError listing every problem. held: the
+    target variables of the job's other fleet files (no host here may name one)."""
     try:
         doc = read_yaml(path, display)
     except FleetError as exc:
         raise FleetError(masked(exc.problems)) from None
-    return fleet_from_doc(doc, display or str(path))
+    return fleet_from_doc(doc, display or str(path), held)
 
 
-def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
+def file_target_variables(path: Path) -> frozenset[str]:
+    """The variables a fleet file's targets name (upper case), whether or not it is valid;
+    FleetError when it cannot be read or parsed."""
+    try:
+        return data_target_variables(read_yaml(path).data)
+    except FleetError as exc:
+        raise FleetError(masked(exc.problems)) from None
+
+
+def fleet_from_doc(doc: YamlDoc, file: str, held: frozenset[str] = frozenset()) -> Fleet:
     problems = list(doc.problems)
     if not isinstance(doc.data, dict):
         kind = type_name(doc.data)
@@ -122,7 +132,7 @@ def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
         )
         raise FleetError(problems)
     problems.extend(schema_problems(doc.data, doc.marks, file))
-    problems.extend(semantic_problems(doc.data, doc.marks, file))
+    problems.extend(semantic_problems(doc.data, doc.marks, file, held))
     if problems:
         raise FleetError(masked(problems))
     return replace(_build(doc.data), file=file, provider_at=_provider_places(doc.data, doc.marks))
@@ -144,8 +154,11 @@ def _provider_places(data: dict[str, Any], marks: Marks) -> dict[tuple[str, str]
     return out
 
 
-def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator[Problem]:
-    """Rules JSON Schema cannot say: addresses, duplicates, secrets, reserved keys."""
+def semantic_problems(
+    data: dict[str, Any], marks: Marks, file: str, held: frozenset[str] = frozenset()
+) -> Iterator[Problem]:
+    """Rules JSON Schema cannot say: addresses, duplicates, secrets, reserved keys. held: the
+    target variables of the job's other fleet files."""
 
     def problem(path: JsonPath, message: str, key: bool = False) -> Problem:
         return Problem(file, *(marks.of_key(path) if key else marks.of_value(path)), message)
@@ -153,7 +166,7 @@ def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator
     yield from _secret_problems(data, problem)
     yield from text_problems(data, problem)
     yield from target_problems(data, problem)
-    yield from key_reference_problems(data, problem)
+    yield from key_reference_problems(data, problem, held)
     defaults = data.get("defaults")
     if isinstance(defaults, dict):
         yield from param_problems(defaults, ("defaults",), problem)

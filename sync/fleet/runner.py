@@ -4,11 +4,12 @@ fleet-sync resolves a host's `api_key: os.environ/NAME` in its own environment (
 it to the host's address), and LiteLLM resolves every top-level litellm_params reference in the
 proxy's environment and sends it upstream. A CI job's environment also holds GitHub's variables
 (the job's token, the runner's own), fleet-sync's own (the proxy's address and keys, its
-settings) and each target's proxy_url/api_key/read_api_key variable; the proxy's holds its own
-secrets (its master key, its database). One rule says which names those are (held_by_run):
-validate refuses a target's reference naming GitHub's, and a host's, model's, defaults' or
-overlay's naming any of them; the probe resolves only references that pass it. Pure: no
-environment is read here.
+settings) and the proxy_url/api_key/read_api_key variable of every target of every fleet file
+the job runs (not only the file at hand: `held`, the other files' target variables); the proxy's
+holds its own secrets (its master key, its database). One rule says which names those are
+(held_by_run): validate refuses a target's reference naming GitHub's, and a host's, model's,
+defaults' or overlay's naming any of them; the probe resolves only references that pass it.
+Pure: no environment is read here.
 """
 
 from __future__ import annotations
@@ -68,14 +69,15 @@ def github_variable(name: str) -> bool:
 
 def held_by_run(name: str, targets: Collection[str] = ()) -> str | None:
     """Why the run holds the variable `name` for another purpose than a host's key, or None.
-    targets: the variables the fleet's targets name, upper case (target_variables)."""
+    targets: the variables the targets of the job's fleet files name, upper case
+    (target_variables)."""
     upper = name.upper()
     if github_variable(name):
         return f"GitHub Actions sets it: {GITHUB_SAYS}"
     if upper.startswith(OWN_PREFIXES):
         return "fleet-sync reads it: LITELLM_PROXY_*, FLEET_SYNC_*"
     if upper in targets:
-        return "a target's proxy_url, api_key or read_api_key"
+        return "a target's proxy_url, api_key or read_api_key, in any fleet file of the job"
     if upper in PROXY_VARIABLES or upper.startswith(PROXY_PREFIXES):
         return (
             f"the proxy's own secret: {PROXY_SAYS}; LiteLLM resolves it in the proxy's "
@@ -96,6 +98,13 @@ def target_variables(specs: Iterable[Any]) -> frozenset[str]:
     return frozenset(names)
 
 
+def data_target_variables(data: Any) -> frozenset[str]:
+    """The target variables of a parsed fleet.yaml, valid or not (its `targets:` mapping)."""
+    raw = data.get("targets") if isinstance(data, dict) else None
+    specs = raw.values() if isinstance(raw, dict) else ()
+    return target_variables(spec for spec in specs if isinstance(spec, Mapping))
+
+
 def host_reference_problem(value: Any, targets: Collection[str]) -> str | None:
     """Why a host's (model's, defaults', overlay's) reference must not be resolved, or None."""
     name = reference_name(value)
@@ -109,11 +118,13 @@ def host_reference_problem(value: Any, targets: Collection[str]) -> str | None:
     )
 
 
-def key_reference_problems(data: dict[str, Any], problem: ProblemAt) -> Iterator[Problem]:
+def key_reference_problems(
+    data: dict[str, Any], problem: ProblemAt, held: frozenset[str] = frozenset()
+) -> Iterator[Problem]:
     """Every key reference of defaults, models, hosts and their overlays that names a variable
-    the run holds (held_by_run), located at the value."""
-    raw = data.get("targets")
-    targets = target_variables(raw.values() if isinstance(raw, dict) else ())
+    the run holds (held_by_run), located at the value. held: the target variables of the job's
+    other fleet files (data_target_variables of each)."""
+    targets = data_target_variables(data) | held
     for at, value in key_references(data):
         if why := host_reference_problem(value, targets):
             yield problem(at, f"{where(at)}: {why}")

@@ -4,7 +4,9 @@ answer. A host's key goes only where KeyTrust allows (sync/gitops/keytrust.py); 
 trusted with it is asked without it, and its answer is still a verdict. A reference naming a
 variable the run holds for another purpose (sync/fleet/runner.py: GitHub's, fleet-sync's own, a
 target's), or whose value is one of those variables' values, is never resolved nor sent,
-whatever fleet.yaml it comes from (validated or not, a base ref, a saved plan)."""
+whatever fleet.yaml it comes from (validated or not, a base ref, a saved plan). The targets are
+those of every fleet file of the job: this one's, and those FLEET_SYNC_FLEET_FILES names (the
+action passes all its fleet files so to every command)."""
 
 from __future__ import annotations
 
@@ -12,19 +14,24 @@ import os
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
 from sync.core.health import PROBE_TIMEOUT, HostHealth, judge, listed_models
 from sync.core.keytrust import KeyTrust
 from sync.core.render import render
-from sync.fleet.model import Fleet
+from sync.fleet.model import Fleet, file_target_variables
+from sync.fleet.problems import FleetError
 from sync.fleet.runner import held_by_run
 from sync.secrets.credentials import is_reference
 from sync.secrets.display import printable
 from sync.untrusted.bounded_http import AnswerLate, AnswerTooLarge, exchange
 
 PROBE_CONCURRENCY = 8
+# The job's fleet files, separated by whitespace (the action sets it for every command): their
+# targets' variables are the run's too, so no host of any of them gets one.
+JOB_FILES = "FLEET_SYNC_FLEET_FILES"
 BODY_CAP = 1 << 20  # a /models answer is a few KiB; a host streaming more is not an API
 
 
@@ -108,18 +115,36 @@ def runner_value(key: str, environ: Mapping[str, str], targets: frozenset[str]) 
     return next((n for n in sorted(environ) if environ[n] == key and held_by_run(n, targets)), None)
 
 
+def job_variables(environ: Mapping[str, str]) -> tuple[frozenset[str], str]:
+    """(the target variables of every fleet file JOB_FILES names, why no key may be sent: a
+    file of the job that cannot be read hides which variables the run holds)."""
+    names: set[str] = set()
+    for name in environ.get(JOB_FILES, "").split():
+        try:
+            names |= file_target_variables(Path(name))
+        except FleetError:
+            return frozenset(), (
+                f"key not sent: {printable(name)}, a fleet file of this job ({JOB_FILES}), "
+                "cannot be read: which variables its targets hold is unknown"
+            )
+    return frozenset(names), ""
+
+
 def key_for(
     target: Target,
     trust: KeyTrust,
     environ: Mapping[str, str],
     held: frozenset[str] = frozenset(),
+    unknown: str = "",
 ) -> tuple[str | None, str]:
     """(the key to send to this host's address, a note for the plan when none is sent although
     the host has one). An address not trusted with the key never learns whether it is set; a
-    variable the run holds for another purpose (held: the targets' variables, with those of
-    the trusted ref) is never read."""
+    variable the run holds for another purpose (held: the targets' variables of the job's fleet
+    files, with those of the trusted ref) is never read; unknown: why no key is sent at all."""
     if target.key_ref is None or not is_reference(target.key_ref):
         return None, ""
+    if unknown:
+        return None, unknown
     targets = held | trust.held
     if why := runner_refusal(target.key_ref, targets):
         return None, why
@@ -139,7 +164,9 @@ def probe_fleet(
 ) -> tuple[HostHealth, ...]:
     """One HostHealth per enabled host; one request per distinct (address, key sent)."""
     env = os.environ if environ is None else environ
-    wanted = {t: key_for(t, trust, env, fleet.target_variables) for t in targets(fleet)}
+    job, unknown = job_variables(env)
+    held = fleet.target_variables | job
+    wanted = {t: key_for(t, trust, env, held, unknown) for t in targets(fleet)}
     # The reference, not the key, tells asks apart: a secret is never a dictionary key.
     sent = {t: (t.key_ref if key else None) for t, (key, _) in wanted.items()}
     keys = {sent[t]: key for t, (key, _) in wanted.items()}
