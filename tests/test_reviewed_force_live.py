@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import git
-import pytest
 
 from .support.fake_github import FakeGitHub
 from .support.proxyharness import Proxy, fleet_sync, write_fleet
