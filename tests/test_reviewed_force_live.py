@@ -78,8 +78,9 @@ def test_a_refused_plan_fails_its_check_until_a_writer_labels_it_then_apply_forc
     fake_github.add_label(pr, LABEL, by="mallory")
     plan = loop.job(path_of("example", "plan.yml"), work, event, head)
     assert not plan.success and plan.outputs["result"] == "refused"
-    assert "@mallory added the fleet-sync:force label but has read access" in (
-        fake_github.comments_on(pr)[0]["body"]
+    assert (
+        "@mallory added the fleet-sync:force label but has read access"
+        in (fake_github.comments_on(pr)[0]["body"])
     )
 
     # A writer's label: the plan is made again and passes, the refusal accepted.
