@@ -436,8 +436,8 @@ class FakeGitHub:
                     return 404, {"message": f"{login} is not a user"}, {}
                 permission = self.permissions[login]
                 legacy = {"maintain": "write", "triage": "read"}.get(permission, permission)
-                answer = {"permission": legacy, "role_name": permission, "user": user_json(login)}
-                return 200, answer, {}
+                granted: JSON = {"permission": legacy, "role_name": permission}
+                return 200, {**granted, "user": user_json(login)}, {}
         elif rest == "/issues":
             if method == "GET":
                 return self._page(path, query, self._list_issues(query))
