@@ -219,3 +219,21 @@ def test_the_apply_result_names_the_labeller(fake_github: FakeGitHub, env: dict[
     (result,) = [c["body"] for c in fake_github.comments_on(pr)]
     assert f"Forced, accepted by @alice's fleet-sync:force label on #{pr} (1)" in result
     assert PRUNE in result
+
+
+def test_over_targets_each_exits_on_its_own_verdict_and_the_run_on_the_worst() -> None:
+    from sync.commands.target_plans import TargetPlan, target_code
+    from sync.core.promotion import worst
+
+    changed = plan()
+    # Only the plan and its refusals decide a target's code.
+    staging = TargetPlan("staging", None, None, None, changed, (PRUNE,))  # type: ignore[arg-type]
+    prod = TargetPlan("prod", None, None, None, changed, ())  # type: ignore[arg-type]
+    assert target_code(staging, {}, True) == EXIT_REFUSED
+    assert target_code(staging, {}, False) == EXIT_REFUSED
+    assert target_code(prod, {}, True) == EXIT_CHANGES
+    accepted = {"staging": Verdict((), (PRUNE,), "@alice's fleet-sync:force label")}
+    assert target_code(staging, accepted, True) == EXIT_CHANGES
+    codes = [target_code(staging, {}, True), target_code(prod, {}, True)]
+    assert worst(codes) == EXIT_REFUSED
+    assert worst([*codes, 4]) == 4 and worst([*codes, 4, 1]) == 1  # 1 > 4 > 3 > 2 > 0
