@@ -91,7 +91,7 @@ class Review:
 
 def _ignored(label: Labelled) -> str | None:
     """Why a label present on the pull request does not count, or None when it does."""
-    if label.login is None:
+    if label.login is None or label.event is None:
         return (
             f"the {FORCE_LABEL} label is on this pull request, but GitHub's events do not name "
             "a person who added it: it is not counted"
