@@ -255,9 +255,14 @@ def test_a_host_renamed_at_its_address_keeps_the_route_and_key_it_was_adopted_wi
 
             drained = {"runpod-a": {"name": "runpod-a", "api_base": upstream.url, "enabled": False}}
             write_fleet(path, fleet_name, {model: {"hosts": drained}})
-            # Draining it pauses the route (issue 23): the portal's key stays with it.
-            (pause,) = plan_json(path, proxy, 2)["changes"]
+            # Draining it pauses the route (issue 23): the portal's key stays with it. The
+            # model's only host then serves nothing, which apply refuses: so does plan (exit 3,
+            # issue 24).
+            drained_plan = plan_json(path, proxy, 3)
+            (pause,) = drained_plan["changes"]
             assert (pause["action"], pause["id"], pause["pause"]) == ("update", rid, "pause")
+            (why,) = drained_plan["refused"]
+            assert f"model {model} would be left with no routes" in why
     finally:
         upstream.stop()
 

@@ -446,3 +446,12 @@ def test_action_refuses_an_unknown_command(tmp_path: Path) -> None:
     job, calls = run_action(tmp_path, "plan", 0, inputs={"command": "destroy"})
     assert not job.success and calls == ""
     assert "must be plan, apply, drift or propose" in job.stdout
+
+
+def test_a_refused_plan_fails_the_step_and_says_how_to_proceed(tmp_path: Path) -> None:
+    """Issue 24: plan exits 3 when apply would refuse; the step fails, so a required check
+    blocks the merge, and its annotation names the two ways on."""
+    job, _ = run_action(tmp_path, "plan", 3)
+    assert not job.success and job.outputs["result"] == "refused"
+    assert "::error title=fleet-sync::apply would refuse this plan" in job.stdout
+    assert "fleet-sync:force label" in job.stdout

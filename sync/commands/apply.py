@@ -13,6 +13,7 @@ from sync.commands.common import (
     EXIT_REFUSED,
     MAX_CONCURRENCY,
     Exit,
+    apply_verdict,
     bound,
     check_can_write,
     connect,
@@ -113,7 +114,6 @@ def apply(
     from sync.commands.health_options import verify_result
     from sync.commands.saved_plan import check_saved, read_saved
     from sync.core.result import Result
-    from sync.core.safety import refusals
     from sync.gitops import loops as gitops
     from sync.report.formats import format_named
 
@@ -139,17 +139,14 @@ def apply(
         live = current_plan(fleet, client, confirm_timeout, take_over, fleet_file)
         health = (probe, require_healthy, probe_timeout)
         the_plan = bound(gate_plan(fleet, live, *health, run_trust(fleet_file)), fleet, client.urls)
-        unsafe = refusals(the_plan, fleet.max_prune_percent)
         if reviewed is not None:
             check_saved(reviewed, the_plan)  # a dry run previews exactly what apply would do
-        if dry_run:
-            show_plan(the_plan, fmt, () if force else unsafe)
-            if unsafe and not force:
-                fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
+        verdict = apply_verdict(the_plan, fleet, force, github_comment)
+        if dry_run or verdict.refused:
+            show_plan(the_plan, fmt, verdict.refused)
+            if verdict.refused:
+                fail("refused: " + " | ".join(verdict.refused), EXIT_REFUSED)
             return
-        if unsafe and not force:
-            show_plan(the_plan, fmt, unsafe)
-            fail("refused: " + " | ".join(unsafe), EXIT_REFUSED)
         if the_plan.empty:
             result = Result(the_plan, ())
         else:
@@ -164,7 +161,7 @@ def apply(
     shown = format_named(fmt).show_result(result, verified if verify else None, client.write_url)
     click.echo(shown, nl=False)
     if github_comment:
-        on_github(lambda: gitops.comment_result(result, os.environ, verified))
+        on_github(lambda: gitops.comment_result(result, os.environ, verified, forced=verdict))
     if the_plan.conflicts:
         say_conflicts(len(the_plan.conflicts))
     if not result.complete or not all(v.ok for v in verified):

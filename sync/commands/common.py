@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import click
 
@@ -25,10 +25,12 @@ from sync.secrets.credentials import has_userinfo, strip_userinfo
 if TYPE_CHECKING:
     from sync.core.plan import Plan
     from sync.core.result import Result
+    from sync.core.verdict import Verdict
     from sync.fleet.model import Fleet
     from sync.live.client import LiteLLMClient
     from sync.live.state import LiveState
 
+T = TypeVar("T")
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
 CONCURRENCY = 4
 MAX_CONCURRENCY = 64  # parallel writes per stage; LiteLLM serialises DB writes anyway
@@ -318,12 +320,53 @@ def run_apply(
 
 def on_github(call: Callable[[], str]) -> None:
     """Run one GitHub step; its failure is an error (exit 1) but the plan is already printed."""
+    github_value(lambda: (call(), None))
+
+
+def github_value(call: Callable[[], tuple[str, T]]) -> T:
+    """on_github for a step that also answers something (its line is logged)."""
     from sync.github.actions import GitHubError
     from sync.github.artifact import ReportDirError
 
     try:
-        click.echo(display.text(call()), err=True)
+        line, value = call()
     except ReportDirError as exc:
         fail(str(exc))
     except GitHubError as exc:
         fail(f"GitHub: {exc}")
+    click.echo(display.text(line), err=True)
+    return value
+
+
+def plan_code(verdict: Verdict, changed: bool, detailed_exitcode: bool) -> int:
+    """plan's exit: 3 when apply would refuse it (whatever --detailed-exitcode), else 2 for
+    changes with --detailed-exitcode, else 0."""
+    if verdict.refused:
+        return EXIT_REFUSED
+    return EXIT_CHANGES if detailed_exitcode and changed else EXIT_OK
+
+
+def apply_verdict(
+    plan: Plan, fleet: Fleet, force: bool, github: bool, target: str | None = None
+) -> Verdict:
+    """apply's verdict (sync/core/verdict.py, the one plan reports): --force accepts every
+    refusal; on GitHub (--github-comment), the merged pull request's reviewed force accepts
+    those its plan comment accepted (sync/gitops/force.py)."""
+    from sync.core.verdict import FORCE, decide
+
+    verdict = decide(plan, fleet.max_prune_percent, FORCE if force else None)
+    if verdict.refused and github:
+        from sync.gitops.loops import reviewed_force
+
+        review = github_value(
+            lambda: ("reading the merged pull request's fleet-sync:force label",
+                     reviewed_force(os.environ, plan.fleet, target))
+        )  # fmt: skip
+        for note in review.notes:
+            tell(f"note: {note}")
+        if review.acceptance is not None:
+            verdict = decide(plan, fleet.max_prune_percent, review.acceptance)
+    if verdict.accepted:
+        tell(f"forcing {len(verdict.accepted)} refusal(s) accepted by {verdict.by}: "
+             + " | ".join(verdict.accepted))  # fmt: skip
+    return verdict

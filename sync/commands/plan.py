@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from sync.commands.common import (
-    EXIT_CHANGES,
+    EXIT_OK,
     Exit,
     bound,
     connect,
-    on_github,
+    github_value,
+    plan_code,
     read_fleet,
     read_live,
     show_plan,
@@ -67,8 +68,10 @@ def plan(
     probe_timeout: float,
     target_names: tuple[str, ...],
 ) -> None:
-    """Show what apply would create, update and prune (reads the proxy, writes nothing)."""
-    from sync.core.safety import refusals
+    """Show what apply would create, update and prune (reads the proxy, writes nothing).
+
+    Exits 3 when apply would refuse the plan (after printing it and posting the comment)."""
+    from sync.core.verdict import decide
     from sync.gitops import loops as gitops
     from sync.report.json_format import to_json
     from sync.report.redaction import plan_json
@@ -98,20 +101,21 @@ def plan(
         run_trust(fleet_file, base_ref),
     )
     the_plan = bound(the_plan, fleet, client.urls)
-    unsafe = refusals(the_plan, fleet.max_prune_percent)
-    show_plan(the_plan, fmt, unsafe)
+    verdict = decide(the_plan, fleet.max_prune_percent)  # apply's own verdict
+    show_plan(the_plan, fmt, verdict.refused)
     if out:
         scrub.write_text(out, to_json(plan_json(the_plan)))
-    if github_comment:
-        on_github(
-            lambda: gitops.comment_plan(
+    if github_comment:  # the pull request's reviewed force may accept some refusals
+        verdict = github_value(
+            lambda: gitops.comment_reviewed_plan(
                 fleet_file,
                 the_plan,
                 lambda base: live.plan(with_source(base, fleet_file, os.environ), take_over),
-                unsafe,
+                verdict.refused,
                 base_ref,
                 os.environ,
             )
         )
-    if detailed_exitcode and not the_plan.empty:
-        raise Exit(EXIT_CHANGES)
+    code = plan_code(verdict, not the_plan.empty, detailed_exitcode)
+    if code != EXIT_OK:
+        raise Exit(code)

@@ -19,6 +19,7 @@ from sync.commands.common import (
     EXIT_OK,
     EXIT_REFUSED,
     Exit,
+    apply_verdict,
     check_can_write,
     connect,
     fail,
@@ -181,10 +182,13 @@ def apply_target(
         if reviewed is not None:
             check_saved_target(reviewed, target.name, planned.plan)
     the_plan, fmt = planned.plan, options.fmt
-    if planned.unsafe and not options.force:
+    verdict = apply_verdict(
+        the_plan, planned.fleet, options.force, options.github_comment, target.name
+    )
+    if verdict.refused:
         if fmt != "json":
-            show_plan(the_plan, fmt, planned.unsafe)
-        fail("refused: " + " | ".join(planned.unsafe), EXIT_REFUSED)
+            show_plan(the_plan, fmt, verdict.refused)
+        fail("refused: " + " | ".join(verdict.refused), EXIT_REFUSED)
     endpoint = planned.endpoint
     with connect(
         endpoint.urls,
@@ -213,7 +217,9 @@ def apply_target(
         from sync.gitops import loops as gitops
 
         on_github(
-            lambda: gitops.comment_result(result, os.environ, verified or (), target=target.name)
+            lambda: gitops.comment_result(
+                result, os.environ, verified or (), target=target.name, forced=verdict
+            )
         )
     if the_plan.conflicts:
         click.echo(

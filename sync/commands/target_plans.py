@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from sync.commands.common import (
-    EXIT_CHANGES,
     EXIT_OK,
     Exit,
     bound,
     connect,
     on_github,
+    plan_code,
     read_live,
     show_plan,
     with_source,
@@ -27,6 +27,7 @@ from sync.commands.common import (
 from sync.commands.health_options import gate_plan
 from sync.commands.targets import Outcome, Overrides, attempt, each, endpoints, header
 from sync.core.promotion import worst
+from sync.core.verdict import Verdict
 from sync.live.state import CONFIRM_TIMEOUT
 
 if TYPE_CHECKING:
@@ -71,8 +72,9 @@ class TargetPlan:
 
 
 def plan_target(reading: Reading, target: Target, endpoint: Endpoint) -> TargetPlan:
-    """One target's plan: its projected fleet against its own proxy's live state."""
-    from sync.core.safety import refusals
+    """One target's plan: its projected fleet against its own proxy's live state, and what
+    apply would refuse in it (apply's own verdict)."""
+    from sync.core.verdict import decide
     from sync.fleet.targets import for_target
 
     fleet = for_target(reading.fleet, target.name)
@@ -88,7 +90,7 @@ def plan_target(reading: Reading, target: Target, endpoint: Endpoint) -> TargetP
         health.timeout, lambda: reading.ref.key_trust(target.name),
     )  # fmt: skip
     plan = bound(plan, fleet, endpoint.urls, target.name, target.after)
-    unsafe = tuple(refusals(plan, fleet.max_prune_percent))
+    unsafe = decide(plan, fleet.max_prune_percent).refused
     return TargetPlan(target.name, fleet, endpoint, live, plan, unsafe)
 
 
@@ -199,20 +201,29 @@ def run_plan(
             projected = with_source(base_for(base, value.name), fleet_file, os.environ)
             return value.live.plan(projected, reading.take_over)
 
-        return gitops.comment_plan(
+        line, verdicts[value.name] = gitops.comment_reviewed_plan(
             fleet_file, value.plan, base_plan, value.unsafe, base_ref, os.environ,
             target=value.name,
         )  # fmt: skip
+        return line
+
+    verdicts: dict[str, Verdict] = {}
 
     posted = each_github(outcomes, comment) if github_comment else {}
     code = worst(
-        o.code or posted.get(o.target, EXIT_OK) or plan_code(o.value, detailed_exitcode)
+        o.code or posted.get(o.target, EXIT_OK) or target_code(o.value, verdicts, detailed_exitcode)
         for o in outcomes
     )
     if code != EXIT_OK:
         raise Exit(code)
 
 
-def plan_code(value: TargetPlan | None, detailed_exitcode: bool) -> int:
-    changed = value is not None and not value.plan.empty
-    return EXIT_CHANGES if detailed_exitcode and changed else EXIT_OK
+def target_code(
+    value: TargetPlan | None, verdicts: dict[str, Verdict], detailed_exitcode: bool
+) -> int:
+    """A target's plan exit: 3 when apply would refuse it (under its reviewed force, when the
+    comment read one), 2 for changes with --detailed-exitcode, else 0."""
+    if value is None:
+        return EXIT_OK
+    verdict = verdicts.get(value.name) or Verdict(value.unsafe)
+    return plan_code(verdict, not value.plan.empty, detailed_exitcode)

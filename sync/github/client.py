@@ -143,14 +143,15 @@ class GitHubClient(GitHubHTTP):
             return number
         return None
 
-    def pull_requests_for_commit(self, sha: str) -> list[int]:
-        """Numbers of the open or merged PRs associated with a commit."""
+    def pull_requests_for_commit(self, sha: str, merged_only: bool = False) -> list[int]:
+        """Numbers of the open or merged PRs associated with a commit (only the merged ones
+        with `merged_only`)."""
         numbers: list[int] = []
         for pr in self._paginate(f"repos/{self.config.repository}/commits/{sha}/pulls"):
             number = pr.get("number")
             if not isinstance(number, int) or number in numbers:
                 continue
-            if pr.get("state") == "open" or pr.get("merged_at"):
+            if (pr.get("state") == "open" and not merged_only) or pr.get("merged_at"):
                 numbers.append(number)
         return numbers
 

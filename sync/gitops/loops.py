@@ -15,6 +15,7 @@ from typing import Any
 from sync.core.health import Verified
 from sync.core.plan import Plan, split_by_base
 from sync.core.result import Result
+from sync.core.verdict import Verdict, judge
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.problems import FleetError
 from sync.fleet.yamlmarks import parse_yaml
@@ -23,6 +24,7 @@ from sync.github.artifact import WHAT, ReportFiles
 from sync.github.client import GitHubClient
 from sync.github.comment import PlanComment, add_run, check_target, comment_limit, fit, marker_for
 from sync.github.identity import AUTHOR_VARIABLE
+from sync.gitops import force
 from sync.gitops.gitref import GitRefError, file_at, merge_base
 from sync.report.json_format import result_json
 from sync.report.markdown import on_target, plan_markdown, pr_markdown, result_markdown
@@ -99,25 +101,60 @@ def comment_plan(
 ) -> str:
     """pr_number: the pull request to comment on when the event is not a pull_request one
     (the host-moved workflow opens the PR itself); default: the event's. target: the plan is
-    that target's (`plan_for` plans the base fleet for it): its own sticky comment."""
+    that target's (`plan_for` plans the base fleet for it): its own sticky comment. No label
+    is read: every refusal is refused."""
+    line, _ = comment_reviewed_plan(
+        fleet_file, plan, plan_for, refusals, base_ref, environ, pr_number,
+        target=target, read_label=False,
+    )  # fmt: skip
+    return line
+
+
+def comment_reviewed_plan(
+    fleet_file: Path,
+    plan: Plan,
+    plan_for: Callable[[Fleet], Plan],
+    refusals: Sequence[str],
+    base_ref: str | None,
+    environ: Mapping[str, str],
+    pr_number: int | None = None,
+    *,
+    target: str | None = None,
+    read_label: bool = True,
+) -> tuple[str, Verdict]:
+    """The sticky plan comment, led by apply's verdict on `refusals` under the pull request's
+    reviewed force (`read_label`: its fleet-sync:force label, sync/gitops/force.py); returns
+    the log line and that verdict (the plan's exit code: 3 while anything stays refused)."""
     marker = marker_for(plan.fleet, "plan", target)  # a bad target fails before anything
     config = GitHubConfig.from_env(environ)
     ref = base_ref or _base_sha(config)
     base, note = base_plan(fleet_file, ref, plan_for) if ref else (None, "no base ref given")
     this_pr, drift = split_by_base(plan, base)
-    body = scrub(pr_markdown(plan, this_pr, drift, note, refusals, target))
-    where = _keep(config, environ, "plan", plan, body, target=target)
     with GitHubClient(config) as github:
         number = pr_number or github.pull_request_number()
+        review = force.Review()
+        try:
+            if number is not None and read_label and refusals:
+                review = force.at_plan(github, number, plan.fleet, target, refusals)
+        finally:  # a failed look at the label still leaves the report (all refused)
+            verdict = judge(refusals, review.acceptance)
+            notes = review.notes
+            body = scrub(pr_markdown(plan, this_pr, drift, note, (), target, verdict, notes))
+            where = _keep(config, environ, "plan", plan, body, target=target)
         if number is None:
             raise GitHubError(
                 "GITHUB_EVENT_PATH holds no pull_request: run this on pull_request events"
             )
-        fitted = fit(body, comment_limit(target), note=where)
+        record = review.record(refusals).line()
+        fitted = fit(f"{record}\n{body}", comment_limit(target), note=where)
         comment = PlanComment(plan.fleet, plan.hash, "plan", fitted, target)
         ref_ = github.upsert_sticky_comment(number, marker, comment.render())
         note = github.identity_note("posted a new comment, edited none")
-    return f"plan comment{_for(target)} {ref_.action} on pull request #{number}: {ref_.url}{note}"
+    said = "".join(f"; {n}" for n in notes)
+    if verdict.accepted:
+        said += f"; {len(verdict.accepted)} refusal(s) accepted by {verdict.by}"
+    line = f"plan comment{_for(target)} {ref_.action} on pull request #{number}: {ref_.url}{note}"
+    return line + said, verdict
 
 
 def _for(target: str | None) -> str:
@@ -131,15 +168,17 @@ def comment_result(
     verified: Sequence[Verified] = (),
     *,
     target: str | None = None,
+    forced: Verdict | None = None,
 ) -> str:
-    """The result in the job summary (once, first), then on each pull request merged as
+    """`forced`: the verdict apply ran under when it overrode refusals (named in the result).
+    The result in the job summary (once, first), then on each pull request merged as
     GITHUB_SHA, on top of what earlier runs of the job reported there (in our own result
     comment: a comment by anyone else is never edited nor copied). target: the result is that
     target's, in its own result comment, checked against its own plan comment."""
     marker = marker_for(result.plan.fleet, "apply", target)  # a bad target fails first
     config = GitHubConfig.from_env(environ)
     outcomes = {"complete": result.complete, "outcomes": result_json(result)["outcomes"]}
-    summary = scrub(_result_body(result, "", verified, target))
+    summary = scrub(_result_body(result, "", verified, target, forced))
     where = _keep(config, environ, "apply", result.plan, summary, outcomes, target)
     if not config.sha:
         raise GitHubError("GITHUB_SHA is not set: cannot find the merged pull request")
@@ -148,7 +187,7 @@ def comment_result(
         posted = []
         for number in numbers:
             note = _reviewed_note(github, number, result.plan, target)
-            run = scrub(_result_body(result, note, verified, target))
+            run = scrub(_result_body(result, note, verified, target, forced))
             existing = github.find_comment(number, marker)
             earlier = PlanComment.parse(str(existing.get("body") or "")) if existing else None
             body = add_run(
@@ -166,10 +205,14 @@ def comment_result(
 
 
 def _result_body(
-    result: Result, note: str, verified: Sequence[Verified], target: str | None
+    result: Result,
+    note: str,
+    verified: Sequence[Verified],
+    target: str | None,
+    forced: Verdict | None = None,
 ) -> str:
-    if result.outcomes or result.plan.withheld or verified:
-        return result_markdown(result, note, verified, target)
+    if result.outcomes or result.plan.withheld or verified or (forced and forced.accepted):
+        return result_markdown(result, note, verified, target, forced)
     # A re-run after a successful apply: say so, and add_run keeps what the first run did.
     return (
         f"### fleet-sync apply for {code(result.plan.fleet)}{on_target(target)}: nothing to do"
@@ -257,3 +300,15 @@ def retire_drift_issue(fleet: str, environ: Mapping[str, str]) -> str | None:
     return (
         f"drift issue #{action.number} of the fleet without targets closed: drift is now per target"
     )
+
+
+def reviewed_force(
+    environ: Mapping[str, str], fleet: str, target: str | None = None
+) -> force.Review:
+    """apply on a push: the reviewed force of the pull request merged as GITHUB_SHA (its
+    fleet-sync:force label and our plan comment there, sync/gitops/force.py)."""
+    config = GitHubConfig.from_env(environ)
+    if not config.sha:
+        raise GitHubError("GITHUB_SHA is not set: cannot find the merged pull request")
+    with GitHubClient(config) as github:
+        return force.at_apply(github, config.sha, fleet, target)

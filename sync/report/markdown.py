@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from sync.core.plan import Change, Conflict, Plan
+from sync.core.verdict import Verdict
 from sync.litellm.releases import LiteLLMRelease
 from sync.report.common import (
     SYMBOL,
@@ -39,10 +40,18 @@ STATUS_ICON = {"done": "✅", "failed": "❌", "unconfirmed": "⚠️", "skipped
 WITHHELD_ICON = "⏸️"
 
 
-def _frame(plan: Plan, heading: str, refused: str, refusals: Sequence[str], body: list[str]) -> str:
-    """The one frame of a plan in markdown: heading, summary, refusals, warnings, notes, probe
-    summary and conflicts above `body`; hosts not serving, ignored routes and the hash below."""
-    out = [f"### {heading}", "", f"**{summary(plan)}**", ""]
+def _frame(
+    plan: Plan,
+    heading: str,
+    refused: str,
+    refusals: Sequence[str],
+    body: list[str],
+    lead: Sequence[str] = (),
+) -> str:
+    """The one frame of a plan in markdown: heading, `lead` (what a reviewer must see first),
+    summary, refusals, warnings, notes, probe summary and conflicts above `body`; hosts not
+    serving, ignored routes and the hash below."""
+    out = [f"### {heading}", "", *lead, f"**{summary(plan)}**", ""]
     out += [f"> [!CAUTION]\n> {refused}: {code(r)}\n" for r in refusals]
     out += _untested(plan) + _notes(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
@@ -87,10 +96,15 @@ def pr_markdown(
     base_note: str,
     refusals: Sequence[str] = (),
     target: str | None = None,
+    verdict: Verdict | None = None,
+    label_notes: Sequence[str] = (),
 ) -> str:
     """The pull-request view: what this PR changes apart from drift that is already live (on
     `target`, when the fleet has targets). `base_note` is markdown (its live parts in code
-    spans)."""
+    spans). It leads with apply's verdict (`verdict`, else `refusals` all refused): what is
+    refused and how to proceed, what a reviewed force accepted, and what became of a label
+    (`label_notes`, plain text)."""
+    verdict = verdict or Verdict(tuple(refusals))
     body = _withheld(plan)
     body += [f"#### This PR changes ({len(this_pr)})", f"<sub>{text(base_note)}</sub>", ""]
     body += _changes(this_pr, plan) or ["Nothing: fleet.yaml changes no route.", ""]
@@ -103,7 +117,38 @@ def pr_markdown(
         ]
         body += _changes(drift, plan)
     heading = f"fleet-sync plan for {code(plan.fleet)}{on_target(target)}"
-    return _frame(plan, heading, "apply would refuse without `--force`", refusals, body)
+    lead = verdict_markdown(verdict, label_notes)
+    return _frame(plan, heading, "", (), body, lead)
+
+
+FORCE_LABEL = "fleet-sync:force"
+
+
+def verdict_markdown(verdict: Verdict, label_notes: Sequence[str] = ()) -> list[str]:
+    """What leads a pull request's plan: the refusals that fail its check and how to proceed,
+    then the refusals a reviewed force accepted and by whom."""
+    out: list[str] = []
+    if verdict.refused:
+        out += [
+            f"> [!CAUTION]\n> **apply would refuse this plan ({len(verdict.refused)}): this "
+            "check fails, and merging would leave the proxy behind `main`.**",
+            *(f"> - {code(r)}" for r in verdict.refused),
+            ">",
+            "> To proceed: change fleet.yaml (or the proxy) until the plan passes, or, to accept "
+            f"exactly these refusals after review, have someone with write access add the "
+            f"`{FORCE_LABEL}` label to this pull request (the plan runs again and lists them as "
+            "accepted; apply on merge forces those and nothing else).",
+            "",
+        ]
+    if verdict.accepted:
+        out += [
+            f"> [!WARNING]\n> **Accepted by {text(verdict.by or '')} ({len(verdict.accepted)}):"
+            " apply on merge forces exactly these; any other refusal still stops it.**",
+            *(f"> - {code(r)}" for r in verdict.accepted),
+            "",
+        ]
+    out += [f"> [!NOTE]\n> {text(note)}\n" for note in label_notes]
+    return out
 
 
 def _conflict_markdown(conflict: Conflict) -> str:
@@ -194,12 +239,21 @@ def result_markdown(
     note: str = "",
     verified: Sequence[Verified] = (),
     target: str | None = None,
+    forced: Verdict | None = None,
 ) -> str:
+    """`forced`: apply's verdict when it overrode refusals (who accepted them, and which)."""
     verdict = "applied" if result.complete else "**incomplete**"
     heading = f"fleet-sync apply for {code(result.plan.fleet)}{on_target(target)}"
     out = [f"### {heading}: {verdict}", ""]
     if note:
         out += [f"> [!NOTE]\n> {text(note)}", ""]
+    if forced is not None and forced.accepted:
+        out += [
+            f"> [!WARNING]\n> **Forced, accepted by {text(forced.by or '')} "
+            f"({len(forced.accepted)}):**",
+            *(f"> - {code(r)}" for r in forced.accepted),
+            "",
+        ]
     out += [outcome_counts(result), ""]
     rows = [
         (f"{STATUS_ICON[o.status]} {o.status}", o.change, o.detail) for o in result.outcomes

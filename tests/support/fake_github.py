@@ -14,6 +14,13 @@ login), ``add_app_token`` a GitHub App's installation token (403 on ``GET /user`
 names ``<app>[bot]``; ``viewer=False``: GraphQL refuses to say). Tests seed comments and issues
 by anyone.
 
+Labels as a reviewed force reads them: ``add_label``/``remove_label`` by a login record GitHub's
+issue events (``labeled``/``unlabeled`` with actor, id and created_at, at ``GET
+/issues/N/events``); ``set_permission`` gives a login its access, answered at ``GET
+/collaborators/LOGIN/permission`` (404 for a login that is no collaborator). Every comment has
+``created_at``/``updated_at`` and every event ``created_at`` from one clock that advances a
+second at each of them, so their order is the order of the calls.
+
 Use the ``fake_github`` fixture (import it into conftest.py) or ``with FakeGitHub() as gh:``.
 """
 
@@ -25,6 +32,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 from urllib.parse import parse_qs, urlencode, urlsplit
@@ -100,6 +108,10 @@ class FakeGitHub:
         self.closing = threading.Event()  # set by stop(): a dripping answer ends
         self.gave_up = threading.Semaphore(0)  # released each time a client left a drip
         self.git = FakeGitData(self)  # branches, commits, pull requests, workflow dispatches
+        self.events: dict[int, list[JSON]] = {}  # issue number -> its label events
+        self.permissions: dict[str, str] = {}  # login -> admin | maintain | write | read | ...
+        self._ticks = 0
+        self._next_event_id = 500
         self._next_comment_id = 1000
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -217,6 +229,41 @@ class FakeGitHub:
         with self.lock:
             return int(self._create_comment(issue_number, body, user_json(user, user_type))["id"])
 
+    def set_permission(self, login: str, permission: str) -> None:
+        with self.lock:
+            self.permissions[login] = permission
+
+    def add_label(self, number: int, name: str, *, by: str) -> int:
+        """``by`` adds label ``name`` to issue or PR ``number``; returns the event's id."""
+        with self.lock:
+            issue = self.issues[number]
+            if all(label["name"] != name for label in issue["labels"]):
+                issue["labels"].append({"name": name})
+            return self._label_event(number, "labeled", name, by)
+
+    def remove_label(self, number: int, name: str, *, by: str) -> int:
+        with self.lock:
+            issue = self.issues[number]
+            issue["labels"] = [label for label in issue["labels"] if label["name"] != name]
+            return self._label_event(number, "unlabeled", name, by)
+
+    def _label_event(self, number: int, kind: str, name: str, by: str) -> int:
+        self._next_event_id += 1
+        self.events.setdefault(number, []).append({
+            "id": self._next_event_id,
+            "event": kind,
+            "actor": user_json(by),
+            "label": {"name": name, "color": "ededed"},
+            "created_at": self._now(),
+        })  # fmt: skip
+        return self._next_event_id
+
+    def _now(self) -> str:
+        """The fake's clock: one second later at each call."""
+        self._ticks += 1
+        moment = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self._ticks)
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
     def set_commit_pulls(self, sha: str, numbers: list[int]) -> None:
         with self.lock:
             self.commit_pulls[sha] = list(numbers)
@@ -333,6 +380,8 @@ class FakeGitHub:
             "body": body,
             "user": dict(user),
             "html_url": f"https://github.invalid/{self.repo}/issues/{issue_number}#c{cid}",
+            "created_at": (now := self._now()),
+            "updated_at": now,
         }
         self.comments[cid] = comment
         return comment
@@ -373,7 +422,22 @@ class FakeGitHub:
                 if not isinstance(body, dict) or not isinstance(body.get("body"), str):
                     return 422, {"message": "body is missing"}, {}
                 self.comments[cid]["body"] = body["body"]
+                self.comments[cid]["updated_at"] = self._now()
                 return 200, self.comments[cid], {}
+        elif m := re.fullmatch(r"/issues/(\d+)/events", rest):
+            if int(m.group(1)) not in self.issues:
+                return 404, {"message": "Not Found"}, {}
+            if method == "GET":
+                return self._page(path, query, list(self.events.get(int(m.group(1)), [])))
+        elif m := re.fullmatch(r"/collaborators/([^/]+)/permission", rest):
+            if method == "GET":
+                login = m.group(1)
+                if login not in self.permissions:
+                    return 404, {"message": f"{login} is not a user"}, {}
+                permission = self.permissions[login]
+                legacy = {"maintain": "write", "triage": "read"}.get(permission, permission)
+                granted: JSON = {"permission": legacy, "role_name": permission}
+                return 200, {**granted, "user": user_json(login)}, {}
         elif rest == "/issues":
             if method == "GET":
                 return self._page(path, query, self._list_issues(query))
