@@ -97,6 +97,10 @@ def test_address_change_is_one_in_place_update(
     ]
     paths = {d["path"]: (d["before"], d["after"]) for d in plan["changes"][0]["diff"]}
     assert paths["litellm_params.api_base"] == (OLD, NEW)
+    # drift reads the same state as the same plan: one hash (the new user saw two)
+    drift = fleet_sync(["drift", "-f", str(fleet), "--format", "json"], proxy.env())
+    assert drift.code == 2, drift.err
+    assert json.loads(drift.out)["hash"] == plan["hash"]
     apply_ok(proxy, fleet)
     mine = [r for r in proxy.routes() if r["model_name"] == model]
     assert sorted(r["litellm_params"]["api_base"] for r in mine) == sorted(

@@ -15,6 +15,7 @@ from sync.commands.common import (
     EXIT_OK,
     EXIT_REFUSED,
     Exit,
+    bound,
     check_can_write,
     connect,
     current_plan,
@@ -85,7 +86,10 @@ def drift(
 
         def gated() -> Plan:
             live = current_plan(fleet, client, fleet_file=fleet_file)
-            return gate_plan(fleet, live, False, False, PROBE_TIMEOUT, trust)
+            # Bound as plan binds it, so drift and plan say one hash for one state.
+            return bound(
+                gate_plan(fleet, live, False, False, PROBE_TIMEOUT, trust), fleet, client.urls
+            )
 
         the_plan = gated()
         show_plan(the_plan, fmt)
