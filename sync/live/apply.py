@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sync.core.compare import diff
+from sync.core.ownership import Owner
 from sync.core.plan import Change, Create, Delete, Plan, Update
 from sync.core.render import Route
 from sync.core.result import Outcome, Result, Status
@@ -63,6 +64,7 @@ class _Written:
 def apply_plan(
     plan: Plan,
     client: LiteLLMClient,
+    owner: Owner,
     *,
     concurrency: int = 4,
     confirm_timeout: float = 40.0,
@@ -70,13 +72,16 @@ def apply_plan(
     sleep: Callable[[float], None] = time.sleep,
     progress: Progress | None = None,
 ) -> Result:
-    """concurrency is per pod: each route's writes go to the pod client.pod_for chooses."""
+    """concurrency is per pod: each route's writes go to the pod client.pod_for chooses.
+    `owner` is the run's ownership rule: a create whose id is already stored writes to that row
+    only when it is the fleet's (the plan's rule), else the create fails and its group's deletes
+    (the route it replaces) do not run."""
     progress = progress or Silent()
     written: list[_Written] = []
     blocked: dict[str, str] = {}  # model group -> why its deletes must not run
     for stage in ("create", "update"):
         todo = list(plan.of(stage))
-        results = _run_stage(stage, todo, client, concurrency, written, progress)
+        results = _run_stage(stage, todo, client, owner, concurrency, written, progress)
         written += results
         for w in results:
             # A group whose create/update failed or stayed ambiguous keeps its old routes.
@@ -98,7 +103,7 @@ def apply_plan(
         for c in plan.of("delete")
         if c.model_name in blocked
     ]
-    written += _run_stage("delete", todo, client, concurrency, written, progress)
+    written += _run_stage("delete", todo, client, owner, concurrency, written, progress)
     reader.wait([w for w in written if w.ok])
     outcomes = [
         _settle(o, w, reader, client)
@@ -112,6 +117,7 @@ def _run_stage(
     stage: str,
     todo: list[Change],
     client: LiteLLMClient,
+    owner: Owner,
     concurrency: int,
     done_so_far: list[_Written],
     progress: Progress,
@@ -121,7 +127,7 @@ def _run_stage(
     progress.stage(stage, len(todo))
 
     def write(change: Change) -> _Written:
-        result = _write(change, client)
+        result = _write(change, client, owner)
         progress.step(stage, result.state)
         return result
 
@@ -159,10 +165,10 @@ class _NotServed(Exception):
     """LiteLLM answered that it stored the route, and its router does not list it."""
 
 
-def _write(change: Change, client: LiteLLMClient) -> _Written:
+def _write(change: Change, client: LiteLLMClient, owner: Owner) -> _Written:
     try:
         if isinstance(change, Create):
-            return _Written(change, "written", _create(change.route, client))
+            return _Written(change, "written", _create(change.route, client, owner))
         if isinstance(change, Update):
             return _Written(change, "written", _update(change, client))
         return _Written(change, "written", _delete(change, client))
@@ -195,7 +201,7 @@ def _not_served(exc: ProxyError) -> _NotServed | None:
     return _NotServed(f"stored by LiteLLM but not listed by its router: {exc}")
 
 
-def _create(route: Route, client: LiteLLMClient) -> str:
+def _create(route: Route, client: LiteLLMClient, owner: Owner) -> str:
     note = ""
     for _ in range(WRITE_ATTEMPTS):
         try:
@@ -212,6 +218,7 @@ def _create(route: Route, client: LiteLLMClient) -> str:
             if stored is None:
                 note = f"re-sent after an ambiguous answer ({exc})"
                 continue
+            _check_holder(stored, route, live is not None, owner)
             if live is None and (not_served := _not_served(exc)) is not None:
                 raise not_served from None
             if _matches(stored, route):
@@ -221,6 +228,20 @@ def _create(route: Route, client: LiteLLMClient) -> str:
             client.update(route)
             return "id existed; updated to the desired state"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
+
+
+def _check_holder(stored: Route, route: Route, listed: bool, owner: Owner) -> None:
+    """Refuse (nothing written) when the row holding the id is not the fleet's by the plan's
+    rule: an id is visible in plans, and anyone who can call /model/new can plant a row under
+    it, which a PATCH would make look like the fleet's while keeping its own keys."""
+    held = owner.holds(stored, route)
+    if not held.owned:
+        where = "listed by the router" if listed else "not listed by the router"
+        raise ProxyError(
+            ErrorKind.CLIENT,
+            f"id {route.id} is held by a stored row this fleet does not own ({held.reason}, "
+            f"{where}); nothing was written to it: remove it by hand",
+        )
 
 
 def _update(change: Update, client: LiteLLMClient) -> str:
