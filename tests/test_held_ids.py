@@ -23,6 +23,7 @@ from sync.fleet.yamlmarks import parse_yaml
 from sync.live.answers import parse_route
 from sync.live.apply import apply_plan
 from sync.live.client import LiteLLMClient
+from sync.live.stored import read_holders
 
 POD = "http://127.0.0.1:4001"
 A = "http://127.0.0.1:41001/v1"
@@ -52,6 +53,7 @@ class Proxy:
         self.rows = {r["model_info"]["id"]: r for r in rows}
         self.unloaded = unloaded
         self.writes: list[tuple[str, str]] = []  # every write sent, answered or refused
+        self.reads: list[dict[str, str]] = []  # the query of every GET /v2/model/info
         self.lock = threading.Lock()
 
     def answer(self, request: httpx.Request) -> httpx.Response:
@@ -77,6 +79,7 @@ class Proxy:
 
     def _read(self, request: httpx.Request) -> httpx.Response:
         params = request.url.params
+        self.reads.append(dict(params))
         if "modelId" in params:
             row = self.rows.get(params["modelId"])
             entries = [row] if row else []
@@ -168,3 +171,45 @@ def test_an_untagged_row_of_the_desired_group_is_the_fleets_as_the_plan_says() -
     result = run(proxy, plan, Owner(fleet))
     assert result.outcomes[0].detail == "id existed; updated to the desired state"
     assert (f"/model/{g2}/update", g2) in proxy.writes
+
+
+def planned(proxy: Proxy, fleet: Fleet, live: list[Route]) -> Any:
+    """The plan as read_live makes it: the rows holding a create's id read first."""
+    with LiteLLMClient([POD], "k", transport=httpx.MockTransport(proxy.answer)) as client:
+        holders = read_holders(client, fleet, live, [], False, "1.108.7")
+    return make_plan(fleet, render(fleet), live, holders, litellm_version="1.108.7")
+
+
+def test_a_plan_sees_a_row_of_another_group_holding_a_new_hosts_id_as_a_conflict() -> None:
+    fleet = fleet_of(False)
+    rid = render(fleet)[0].id
+    proxy = Proxy([planted(rid)], unloaded={rid})
+    plan = planned(proxy, fleet, [])
+    assert plan.of("create") == ()
+    (conflict,) = plan.conflicts
+    assert conflict.id == rid and conflict.held_by.model_name == "zzz"
+    assert proxy.reads == [{"modelId": rid}]  # one read, for the one create
+
+
+def test_a_plan_moves_a_replacement_past_a_generation_another_row_holds() -> None:
+    """As for a listed holder (README Conflicts): the host keeps its route, the holder is listed
+    as ignored, and the replacement takes the next free generation."""
+    _, first, _ = replacement()
+    fleet = fleet_of(False)
+    g2 = f"{first.id}-g2"
+    proxy = Proxy([first.deployment(), planted(g2)], unloaded={g2})
+    plan = planned(proxy, fleet, [listed(first)])
+    assert [(c.action, c.id) for c in plan.changes] == [
+        ("create", f"{first.id}-g3"),
+        ("delete", first.id),
+    ]
+    assert [i.route.id for i in plan.ignored] == [g2]
+    assert proxy.reads == [{"modelId": g2}, {"modelId": f"{first.id}-g3"}]
+
+
+def test_a_plan_without_creates_sends_no_extra_request() -> None:
+    fleet = fleet_of(False)
+    (route,) = render(fleet)
+    proxy = Proxy([route.deployment()], unloaded=set())
+    plan = planned(proxy, fleet, [listed(route)])
+    assert plan.empty and proxy.reads == []
