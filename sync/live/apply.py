@@ -73,9 +73,7 @@ def apply_plan(
     progress: Progress | None = None,
 ) -> Result:
     """concurrency is per pod: each route's writes go to the pod client.pod_for chooses.
-    `owner` is the run's ownership rule: a create whose id is already stored writes to that row
-    only when it is the fleet's (the plan's rule), else the create fails and its group's deletes
-    (the route it replaces) do not run."""
+    `owner`: the run's ownership rule, asked about a stored row holding a create's id."""
     progress = progress or Silent()
     written: list[_Written] = []
     blocked: dict[str, str] = {}  # model group -> why its deletes must not run
@@ -231,11 +229,9 @@ def _create(route: Route, client: LiteLLMClient, owner: Owner) -> str:
 
 
 def _check_holder(stored: Route, route: Route, listed: bool, owner: Owner) -> None:
-    """Refuse (nothing written) when the row holding the id is not the fleet's by the plan's
-    rule: an id is visible in plans, and anyone who can call /model/new can plant a row under
-    it, which a PATCH would make look like the fleet's while keeping its own keys."""
-    held = owner.holds(stored, route)
-    if not held.owned:
+    """Refuse (nothing written) a row holding the id that is not the fleet's by the plan's rule:
+    ids are in plans, and a PATCH would dress a row planted under one as the fleet's."""
+    if not (held := owner.holds(stored, route)).owned:
         where = "listed by the router" if listed else "not listed by the router"
         raise ProxyError(
             ErrorKind.CLIENT,
