@@ -29,6 +29,7 @@ from sync.live.apply import apply_plan
 from sync.live.client import LiteLLMClient
 from sync.report.text import plan_text
 
+from .support.owner import owner_of
 from .support.proxyharness import Proxy
 from .support.proxysecrets import DSN_REF, DSN_SECRET, ORG_REF, ORG_SECRET, PROXY_SECRETS, resolved
 
@@ -86,7 +87,7 @@ def removal(case: dict[str, Any], plan: Plan) -> str:
 
 def applied(proxy: Proxy, plan: Plan) -> Result:
     with LiteLLMClient(proxy.urls, proxy.api_key) as client:
-        result = apply_plan(plan, client, confirm_timeout=60)
+        result = apply_plan(plan, client, owner_of(plan.fleet), confirm_timeout=60)
     assert result.complete, [(o.change.id, o.status, o.detail) for o in result.outcomes]
     return result
 
@@ -340,6 +341,6 @@ def test_generations_never_leave_the_host_without_a_route(proxy: Proxy, fleet_na
     plan = plan_of(proxy, doc)
     assert sorted(c.action for c in plan.changes) == ["create", "delete"]
     with LiteLLMClient(proxy.urls, proxy.api_key) as client:
-        result = apply_plan(plan, client, confirm_timeout=5)
+        result = apply_plan(plan, client, owner_of(plan.fleet), confirm_timeout=5)
     assert [o.status for o in result.outcomes] == ["failed", "skipped"]
     assert proxy.ids(model) == [route_id(fleet_name, model, "h")]

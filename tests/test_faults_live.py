@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from sync.core.ownership import Owner
 from sync.core.planner import make_plan
 from sync.core.render import render, route_id
 from sync.fleet.model import load_fleet
@@ -140,7 +141,7 @@ def test_create_on_existing_id_becomes_update(
         }
         with proxy.http() as http:
             assert http.post("/model/new", json=body).status_code == 200
-        result = apply_plan(plan, client, confirm_timeout=10)
+        result = apply_plan(plan, client, Owner(fleet), confirm_timeout=10)
     assert result.complete, result
     assert result.outcomes[0].detail == "id existed; updated to the desired state"
     route = proxy.route(rid)

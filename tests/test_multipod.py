@@ -10,10 +10,15 @@ import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from sync.core.render import route_id
+from sync.core.ownership import Owner
+from sync.core.planner import make_plan
+from sync.core.render import render, route_id
+from sync.fleet.model import load_fleet
+from sync.live.apply import apply_plan
 from sync.live.client import LiteLLMClient
 
 from .support.faultproxy import Fault, FaultProxy
@@ -26,6 +31,9 @@ from .support.proxyharness import (
     stop,
     write_fleet,
 )
+from .support.upstream import silent_address
+from .test_addressing_live import stored_row
+from .test_value_limits_live import sql
 
 pytestmark = pytest.mark.litellm_matrix
 OLD = "http://216.243.220.245:16643/v1"
@@ -235,3 +243,86 @@ def test_writes_are_spread_over_the_pods_by_route_id(
         assert written(one) == set(ids.values()) and not two.forwarded_writes()
     check = fleet_sync(["plan", "-f", str(fleet), "--detailed-exitcode", *both(pods)], pods.env())
     assert check.code == 0, check.out
+
+
+def plant(pods: Proxy, rid: str, group: str) -> None:
+    """What anyone who can call /model/new can do with an id read from a plan: a row of another
+    model group under it, with a provider LiteLLM does not know (stored, never listed)."""
+    body = {
+        "model_name": group,
+        "litellm_params": {
+            "model": "badprov/x",
+            "api_base": silent_address(),
+            "api_key": "planted-attacker-key",
+        },
+        "model_info": {"id": rid, "planted": "yes"},
+    }
+    with pods.http(pods.urls[0]) as http:
+        http.post("/model/new", json=body)  # 1.108.7: 500 "saved to the database, but ..."
+
+
+def test_a_row_planted_under_an_id_fleet_sync_creates_is_never_written(
+    pods: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """Issue 23 (f2). A replacement's id planted between its plan and its write: the create fails
+    naming the holder, the row is byte for byte the same and the replaced route keeps serving.
+    A plan made after the plant sees the row: the replacement takes the next generation; a new
+    host whose own id is planted is a conflict (apply refuses it, exit 3), its row untouched."""
+    model, group = f"{fleet_name}-m", f"{fleet_name}-zzz"
+    host: dict[str, Any] = {"name": "a", "api_base": silent_address()}
+    host["model_info"] = {"owner_note": "x"}
+    path = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": host}}})
+    run = fleet_sync(["apply", "-f", str(path), *both(pods)], pods.env())
+    assert run.code == 0, run.out + run.err
+    first = route_id(fleet_name, model, "a")
+    g2, g3 = f"{first}-g2", f"{first}-g3"
+    del host["model_info"]  # LiteLLM cannot remove a model_info key in place: a replacement
+    write_fleet(path, fleet_name, {model: {"hosts": {"a": host}}})
+    fleet = load_fleet(path)
+    with sql(pods) as query, LiteLLMClient(list(pods.urls), pods.api_key) as client:
+        version = client.read_version(client.write_url)
+        plan = make_plan(fleet, render(fleet), client.list_routes(), litellm_version=version)
+        assert [(c.action, c.id) for c in plan.changes] == [("create", g2), ("delete", first)]
+        plant(pods, g2, group)
+        row = stored_row(query, g2)
+        assert '"planted"' in row and group in row
+        result = apply_plan(plan, client, Owner(fleet), confirm_timeout=10)
+        create, delete = result.outcomes
+        assert create.status == "failed", create
+        assert create.detail == (
+            f"id {g2} is held by a stored row this fleet does not own (model group {group}, "
+            "not listed by the router); nothing was written to it: remove it by hand"
+        )
+        assert delete.status == "skipped" and not result.complete  # the command exits 4
+        assert stored_row(query, g2) == row
+        for url in pods.urls:
+            assert first in pods.ids(model, url)
+
+        # The next plan reads the holder (one ?modelId= read per create) and moves past it.
+        check = fleet_sync(["plan", "-f", str(path), "--format", "json", *both(pods)], pods.env())
+        shown = json.loads(check.out)
+        assert [(c["action"], c["id"]) for c in shown["changes"]] == [
+            ("create", g3),
+            ("delete", first),
+        ], check.out
+        assert [i["id"] for i in shown["ignored"]] == [g2]
+        run = fleet_sync(["apply", "-f", str(path), *both(pods)], pods.env())
+        assert run.code == 0, run.out + run.err
+        assert g3 in run.out and stored_row(query, g2) == row
+        assert wait_until(lambda: pods.ids(model, pods.urls[1]) == [g3])
+        check = fleet_sync(["plan", "-f", str(path), "--format", "json", *both(pods)], pods.env())
+        assert check.code == 0 and json.loads(check.out)["changes"] == [], check.out
+
+        # A new host's own id planted: a conflict, refused, the row untouched.
+        b = route_id(fleet_name, model, "b")
+        plant(pods, b, group)
+        row = stored_row(query, b)
+        write_fleet(path, fleet_name, {model: {"hosts": {"a": host, "b": silent_address()}}})
+        check = fleet_sync(["plan", "-f", str(path), "--format", "json", *both(pods)], pods.env())
+        assert check.code == 0, check.out + check.err
+        (conflict,) = json.loads(check.out)["conflicts"]
+        assert json.loads(check.out)["refused"], check.out  # what apply refuses, said by plan
+        assert conflict["id"] == b and conflict["held_by"]["model_name"] == group
+        run = fleet_sync(["apply", "-f", str(path), *both(pods)], pods.env())
+        assert run.code == 3 and "refused" in run.err, run.out + run.err
+        assert stored_row(query, b) == row

@@ -22,6 +22,8 @@ from sync.live.answers import parse_route
 from sync.live.apply import apply_plan
 from sync.live.client import LiteLLMClient
 
+from .support.owner import owner_of
+
 POD = "http://127.0.0.1:4001"
 A, C = "http://127.0.0.1:41001/v1", "http://127.0.0.1:41002/v1"
 
@@ -87,7 +89,9 @@ class Proxy:
 
 def run(plan: Plan, proxy: Proxy) -> dict[str, tuple[str, str]]:
     with LiteLLMClient([POD], "k", transport=httpx.MockTransport(proxy.answer)) as client:
-        result = apply_plan(plan, client, confirm_timeout=0, sleep=lambda _: None)
+        result = apply_plan(
+            plan, client, owner_of(plan.fleet), confirm_timeout=0, sleep=lambda _: None
+        )
     return {o.change.host or "": (o.status, o.detail) for o in result.outcomes}
 
 

@@ -22,6 +22,7 @@ from sync.live.answers import parse_route
 from sync.live.apply import apply_plan
 from sync.live.client import LiteLLMClient
 
+from .support.owner import owner_of
 from .test_plan_cases import plan_for, rendered
 
 CASES = Path(__file__).parent / "cases" / "plan"
@@ -94,7 +95,9 @@ def test_a_replacement_still_waits_for_its_create_to_be_listed() -> None:
 
     stuck = Proxy(live)
     with LiteLLMClient([POD], "k", transport=httpx.MockTransport(stuck.answer)) as client:
-        result = apply_plan(plan, client, confirm_timeout=0, sleep=lambda _: None)
+        result = apply_plan(
+            plan, client, owner_of(plan.fleet), confirm_timeout=0, sleep=lambda _: None
+        )
     assert stuck.deleted == []
     assert {o.status for o in result.outcomes if o.change.action == "delete"} == {"skipped"}
     assert {o.status for o in result.outcomes if o.change.action == "create"} == {"unconfirmed"}
@@ -102,6 +105,8 @@ def test_a_replacement_still_waits_for_its_create_to_be_listed() -> None:
     serving = Proxy(live)
     serving.serving = True
     with LiteLLMClient([POD], "k", transport=httpx.MockTransport(serving.answer)) as client:
-        result = apply_plan(plan, client, confirm_timeout=5, sleep=lambda _: None)
+        result = apply_plan(
+            plan, client, owner_of(plan.fleet), confirm_timeout=5, sleep=lambda _: None
+        )
     assert result.complete, [(o.change.id, o.status, o.detail) for o in result.outcomes]
     assert sorted(serving.deleted) == sorted(d.id for d in deletes)

@@ -14,6 +14,8 @@ from sync.core.render import Route
 from sync.live.apply import apply_plan
 from sync.live.client import LiteLLMClient
 
+from .support.owner import owner_of
+
 PODS = ["http://127.0.0.1:4001", "http://127.0.0.1:4002"]
 
 
@@ -77,7 +79,9 @@ def test_apply_writes_each_route_to_its_pod_with_concurrency_per_pod() -> None:
     client = LiteLLMClient(PODS, "k", transport=httpx.MockTransport(answer))
     assert min(collections.Counter(client.pod_for(r.id) for r in routes).values()) >= 2
     plan = Plan("fleet", tuple(Create(r) for r in routes), (), 0, len(routes), frozenset(), ())
-    result = apply_plan(plan, client, concurrency=2, confirm_timeout=5, sleep=lambda _: None)
+    result = apply_plan(
+        plan, client, owner_of(plan.fleet), concurrency=2, confirm_timeout=5, sleep=lambda _: None
+    )
     assert result.complete, result.outcomes
     assert received == {r.id: client.pod_for(r.id) for r in routes}
     assert dict(most) == {PODS[0]: 2, PODS[1]: 2}

@@ -113,6 +113,7 @@ def apply(
     run did not converge is held (not written to)."""
     from sync.commands.health_options import verify_result
     from sync.commands.saved_plan import check_saved, read_saved
+    from sync.core.ownership import Owner
     from sync.core.result import Result
     from sync.gitops import loops as gitops
     from sync.report.formats import format_named
@@ -153,7 +154,9 @@ def apply(
             check_can_write(client)
             if format_named(fmt).plan_before_apply:
                 show_plan(the_plan, fmt)
-            result = run_apply(the_plan, client, concurrency, confirm_timeout)
+            result = run_apply(
+                the_plan, client, Owner(fleet, take_over), concurrency, confirm_timeout
+            )
     # api_key is set: connect() refuses to run without it.
     verified = (
         verify_result(result, fleet, client.write_url, api_key or "", timeout) if verify else ()

@@ -23,6 +23,7 @@ from sync.secrets import display, scrub
 from sync.secrets.credentials import has_userinfo, strip_userinfo
 
 if TYPE_CHECKING:
+    from sync.core.ownership import Owner
     from sync.core.plan import Plan
     from sync.core.result import Result
     from sync.core.verdict import Verdict
@@ -294,7 +295,7 @@ def show_plan(plan: Plan, fmt: str, unsafe: tuple[str, ...] = ()) -> None:
 
 
 def run_apply(
-    plan: Plan, client: LiteLLMClient, concurrency: int, confirm_timeout: float
+    plan: Plan, client: LiteLLMClient, owner: Owner, concurrency: int, confirm_timeout: float
 ) -> Result:
     from sync.core.result import Result
     from sync.live.apply import ApplyAborted, apply_plan
@@ -306,6 +307,7 @@ def run_apply(
         return apply_plan(
             plan,
             client,
+            owner,
             concurrency=concurrency,
             confirm_timeout=confirm_timeout,
             progress=progress,

@@ -60,6 +60,7 @@ def drift(
 ) -> None:
     """Report drift between fleet.yaml and the proxy; exit 2 while there is any."""
     from sync.core.health import PROBE_TIMEOUT
+    from sync.core.ownership import Owner
     from sync.core.plan import Plan
     from sync.core.safety import refusals
     from sync.gitops import loops as gitops
@@ -101,7 +102,7 @@ def drift(
                 code = EXIT_REFUSED
             else:
                 check_can_write(client)
-                result = run_apply(the_plan, client, CONCURRENCY, CONFIRM_TIMEOUT)
+                result = run_apply(the_plan, client, Owner(fleet), CONCURRENCY, CONFIRM_TIMEOUT)
                 # --format json: stdout is the one document (the drift found); the fix's
                 # result is told on stderr.
                 click.echo(result_text(result), nl=False, err=fmt == "json")

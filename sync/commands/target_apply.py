@@ -174,6 +174,7 @@ def apply_target(
     of this run wrote (its plan may be minutes old); a saved plan is checked again then."""
     from sync.commands.health_options import verify_result
     from sync.commands.saved_plan import check_saved_target
+    from sync.core.ownership import Owner
     from sync.core.result import Result
     from sync.report.formats import format_named
 
@@ -204,7 +205,8 @@ def apply_target(
             check_can_write(client)
             if format_named(fmt).plan_before_apply:
                 show_plan(the_plan, fmt)
-            result = run_apply(the_plan, client, options.concurrency, reading.settle_timeout)
+            owner = Owner(planned.fleet, reading.take_over)
+            result = run_apply(the_plan, client, owner, options.concurrency, reading.settle_timeout)
     verified = (
         verify_result(result, planned.fleet, client.write_url, endpoint.key, reading.timeout)
         if options.verify

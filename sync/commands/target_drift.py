@@ -118,6 +118,7 @@ def fix_one(
     """One target's fix, as drift --fix does it without targets; its plan read again after.
     With --format json the result goes to stderr, each line under the target's name: stdout
     holds the one JSON document."""
+    from sync.core.ownership import Owner
     from sync.report.text import result_text
 
     if value.unsafe:
@@ -128,7 +129,8 @@ def fix_one(
         endpoint.urls, endpoint.key, reading.timeout, True, endpoint.key_name, endpoint.url_name
     ) as client:
         check_can_write(client)
-        result = run_apply(value.plan, client, CONCURRENCY, reading.settle_timeout)
+        owner = Owner(value.fleet, reading.take_over)
+        result = run_apply(value.plan, client, owner, CONCURRENCY, reading.settle_timeout)
     if fmt == "json":
         for line in result_text(result).splitlines():
             click.echo(f"{target_prefix()}{line}", err=True)

@@ -70,3 +70,21 @@ def claim(
             "this fleet prune it",
         )
     return Claim(False, "untagged, not one of this fleet's models")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The ownership rule of one run (its fleet and --take-over), handed to apply: a create
+    whose id LiteLLM already stores writes to that row only when this says it is the fleet's."""
+
+    fleet: Fleet
+    take_over: bool = False
+
+    def holds(self, stored: Route, desired: Route) -> Claim:
+        """Whether `stored`, the row holding the id `desired` is created under, is the fleet's:
+        claim's rule (tags of this fleet and source, or untagged and carrying this id), and in
+        the desired route's model group. A row fleet-sync stored in an earlier ambiguous write
+        is; a row of another group holding the id (planted, or another fleet's) is not."""
+        if stored.model_name != desired.model_name:
+            return Claim(False, f"model group {stored.model_name}")
+        return claim(stored, self.fleet, {desired.id: desired}, self.take_over)

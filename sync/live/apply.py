@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sync.core.compare import diff
+from sync.core.ownership import Owner
 from sync.core.plan import Change, Create, Delete, Plan, Update
 from sync.core.render import Route
 from sync.core.result import Outcome, Result, Status
@@ -65,6 +66,7 @@ class _Written:
 def apply_plan(
     plan: Plan,
     client: LiteLLMClient,
+    owner: Owner,
     *,
     concurrency: int = 4,
     confirm_timeout: float = 40.0,
@@ -72,13 +74,14 @@ def apply_plan(
     sleep: Callable[[float], None] = time.sleep,
     progress: Progress | None = None,
 ) -> Result:
-    """concurrency is per pod: each route's writes go to the pod client.pod_for chooses."""
+    """concurrency is per pod: each route's writes go to the pod client.pod_for chooses.
+    `owner`: the run's ownership rule, asked about a stored row holding a create's id."""
     progress = progress or Silent()
     written: list[_Written] = []
     blocked: dict[str, str] = {}  # model group -> why its pauses and deletes must not run
     for stage in ("create", "update"):
         todo = [c for c in plan.of(stage) if not _is_pause(c)]
-        results = _run_stage(stage, todo, client, concurrency, written, progress)
+        results = _run_stage(stage, todo, client, owner, concurrency, written, progress)
         written += results
         _block_unwritten(results, blocked)
     reader = _ReadBack(client, confirm_timeout, poll_interval, sleep, progress)
@@ -86,7 +89,7 @@ def apply_plan(
     pauses = [c for c in plan.of("update") if _is_pause(c)]
     for stage, changes in (("pause", pauses), ("delete", list(plan.of("delete")))):
         todo = _hold_back(changes, written, blocked, reader)
-        results = _run_stage(stage, todo, client, concurrency, written, progress)
+        results = _run_stage(stage, todo, client, owner, concurrency, written, progress)
         written += results
         _block_unwritten(results, blocked)
     reader.wait([w for w in written if w.ok])
@@ -136,6 +139,7 @@ def _run_stage(
     stage: str,
     todo: list[Change],
     client: LiteLLMClient,
+    owner: Owner,
     concurrency: int,
     done_so_far: list[_Written],
     progress: Progress,
@@ -145,7 +149,7 @@ def _run_stage(
     progress.stage(stage, len(todo))
 
     def write(change: Change) -> _Written:
-        result = _write(change, client)
+        result = _write(change, client, owner)
         progress.step(stage, result.state)
         return result
 
@@ -183,10 +187,10 @@ class _NotServed(Exception):
     """LiteLLM answered that it stored the route, and its router does not list it."""
 
 
-def _write(change: Change, client: LiteLLMClient) -> _Written:
+def _write(change: Change, client: LiteLLMClient, owner: Owner) -> _Written:
     try:
         if isinstance(change, Create):
-            return _Written(change, "written", _create(change.route, client))
+            return _Written(change, "written", _create(change.route, client, owner))
         if isinstance(change, Update):
             return _Written(change, "written", _update(change, client))
         return _Written(change, "written", _delete(change, client))
@@ -219,7 +223,7 @@ def _not_served(exc: ProxyError) -> _NotServed | None:
     return _NotServed(f"stored by LiteLLM but not listed by its router: {exc}")
 
 
-def _create(route: Route, client: LiteLLMClient) -> str:
+def _create(route: Route, client: LiteLLMClient, owner: Owner) -> str:
     note = ""
     for _ in range(WRITE_ATTEMPTS):
         try:
@@ -236,6 +240,7 @@ def _create(route: Route, client: LiteLLMClient) -> str:
             if stored is None:
                 note = f"re-sent after an ambiguous answer ({exc})"
                 continue
+            _check_holder(stored, route, live is not None, owner)
             if live is None and (not_served := _not_served(exc)) is not None:
                 raise not_served from None
             if _matches(stored, route):
@@ -245,6 +250,18 @@ def _create(route: Route, client: LiteLLMClient) -> str:
             client.update(route)
             return "id existed; updated to the desired state"
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
+
+
+def _check_holder(stored: Route, route: Route, listed: bool, owner: Owner) -> None:
+    """Refuse (nothing written) a row holding the id that is not the fleet's by the plan's rule:
+    ids are in plans, and a PATCH would dress a row planted under one as the fleet's."""
+    if not (held := owner.holds(stored, route)).owned:
+        where = "listed by the router" if listed else "not listed by the router"
+        raise ProxyError(
+            ErrorKind.CLIENT,
+            f"id {route.id} is held by a stored row this fleet does not own ({held.reason}, "
+            f"{where}); nothing was written to it: remove it by hand",
+        )
 
 
 def _update(change: Update, client: LiteLLMClient) -> str:

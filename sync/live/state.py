@@ -103,8 +103,9 @@ def read_live(
     """The routes the router lists, and the stored rows it does not list of every model group
     the fleet may have written rows in: those fleet.yaml declares, those with listed routes of
     the fleet, and those `past` names, of which only rows tagged with this fleet are read: a
-    row of ours no plan can see would stay forever."""
-    from sync.live.stored import read_unlisted
+    row of ours no plan can see would stay forever. And any stored row, of whatever group,
+    holding an id the plan would create (sync/live/stored.py read_holders)."""
+    from sync.live.stored import read_holders, read_unlisted
 
     listed = read_agreed(client, fleet, take_over, settle_timeout)
     groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
@@ -114,6 +115,7 @@ def read_live(
         if r.model_name in groups or r.fleet == fleet.name
     ]
     release = read_release(client, tell)
+    unlisted += read_holders(client, fleet, listed, unlisted, take_over, release.version)
     found = (past.note, check_providers(client, fleet, listed), _sourceless(fleet, listed))
     notes = [n for n in found if n]
     for note in notes:  # said once the proxy was read: a failed read is one line, its error

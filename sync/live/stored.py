@@ -17,6 +17,11 @@ character, at most one per distinct character. A text holds only printable
 ASCII other than `%`, `_`, `\\` and spaces (LIKE's wildcards and escape, search's strip, case
 folding the same in Python and PostgreSQL); a group whose name has no such character is read on
 its own with `?model=G&search=G`.
+
+A row of another model group can hold an id the plan is about to create (a row stored under an
+id read from a plan, that LiteLLM never loads): read_holders asks for each create's id once
+(`?modelId=`), only when the plan has creates, so the plan sees the holder as it sees a listed
+one — a conflict for a host's derived id, the next free generation for a replacement.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from sync.live.answers import parse_route
 
 if TYPE_CHECKING:
     from sync.core.render import Route
+    from sync.fleet.model import Fleet
     from sync.live.client import LiteLLMClient
 
 # The database rows one search read may return past the router's matches (LiteLLM fetches
@@ -39,6 +45,9 @@ if TYPE_CHECKING:
 # 16 MiB cap), past which the groups are read one by one.
 SEARCH_WINDOW = 100
 MAX_SEARCH_SIZE = 1500
+# Rounds of create ids read_holders asks about: a holder found moves a replacement to the next
+# generation, whose id is asked about in the next round. Past them apply's own check refuses.
+HOLDER_ROUNDS = 4
 USABLE = frozenset(string.ascii_letters + string.digits + string.punctuation) - set("%_\\")
 
 
@@ -148,3 +157,31 @@ def page_for(matches: int, window: int) -> tuple[int, int]:
         if 1 <= matches % size <= size - window:
             return matches // size + 1, size
     return 1, matches + window
+
+
+def read_holders(
+    client: LiteLLMClient,
+    fleet: Fleet,
+    listed: Sequence[Route],
+    unlisted: Sequence[Route],
+    take_over: bool,
+    litellm_version: str | None,
+) -> list[Route]:
+    """The stored rows the router does not list that hold an id the plan (made from what was
+    read) would create: one `?modelId=` read per create id, none when it creates nothing."""
+    from sync.core.planner import make_plan
+    from sync.core.render import render
+
+    desired = render(fleet)
+    asked = {r.id for r in (*listed, *unlisted)}
+    found: list[Route] = []
+    for _ in range(HOLDER_ROUNDS):
+        rows = [*unlisted, *found]
+        plan = make_plan(fleet, desired, listed, rows, take_over, litellm_version)
+        ids = [c.id for c in plan.of("create") if c.id not in asked]
+        asked.update(ids)
+        held = [row for row in map(client.find_stored, ids) if row is not None]
+        if not held:
+            return found
+        found += held
+    return found
