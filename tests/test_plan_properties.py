@@ -127,6 +127,44 @@ def conflicts_by_rule(world: World) -> set[str]:
     }
 
 
+def twins_by_rule(world: World) -> set[tuple[str, str]]:
+    """(model, host) of desired hosts no route of the fleet serves and no route holds the id
+    of, that a listed route of this fleet's name the fleet does not own (another source)
+    serves, by its host tag or its address in the host's group (README "Source"): a create
+    there would be a keyless twin, so the plan holds a conflict instead."""
+    live = read(world)
+    listed = world.listed()
+    served = {
+        host.id
+        for r in live.values()
+        if owned_by_rule(r, world) and (host := host_of(r, world)) is not None
+    }
+    desired_ids = {d.id for d in world.desired}
+    copies = [
+        r
+        for r in listed
+        if r.fleet == world.fleet.name
+        and r.db_model
+        and not r.paused  # serves nothing: a create beside it is no twin
+        and not owned_by_rule(r, world)
+        and r.id not in desired_ids
+        and "team_id" not in r.model_info
+        and "team_public_model_name" not in r.model_info
+    ]
+    out: set[tuple[str, str]] = set()
+    for d in world.desired:
+        if d.id in served or d.id in live:
+            continue
+        at = normalise_address(d.api_base or "")
+        if any(
+            c.model_name == d.model_name
+            and (c.host == d.host or (c.api_base and normalise_address(c.api_base) == at))
+            for c in copies
+        ):
+            out.add((d.model_name, d.host or ""))
+    return out
+
+
 def explain(world: World, plan: Plan) -> str:
     lines = [repr(world), *(f"{c.action} {c.id}" for c in plan.changes)]
     return "\n".join(lines + [f"conflict {c.id}" for c in plan.conflicts])
@@ -143,9 +181,15 @@ def test_a_plan_touches_only_routes_the_fleet_owns(world: World) -> None:
             assert owned_by_rule(live[change.id], world), (
                 f"{change.action} of {change.id}, not the fleet's\n{explain(world, plan)}"
             )
-    assert {c.id for c in plan.conflicts} == conflicts_by_rule(world), explain(world, plan)
-    # Every route read is accounted for: the fleet's, or shown as ignored or as a conflict.
-    shown = [i.route.id for i in plan.ignored] + [c.held_by.id for c in plan.conflicts]
+    held = {c.id for c in plan.conflicts if c.held == "id"}
+    assert held == conflicts_by_rule(world), explain(world, plan)
+    twins = {
+        (c.desired.model_name, c.desired.host or "") for c in plan.conflicts if c.held == "host"
+    }
+    assert twins == twins_by_rule(world), explain(world, plan)
+    # Every route read is accounted for: the fleet's, or shown as ignored or as a conflict (a
+    # route of another source may stand in the way of two hosts: by its tag and its address).
+    shown = [i.route.id for i in plan.ignored] + list({c.held_by.id for c in plan.conflicts})
     assert len(shown) == len(set(shown)), explain(world, plan)
     others = {rid for rid, r in live.items() if not owned_by_rule(r, world)}
     assert set(shown) == others, f"not shown: {others - set(shown)}\n{explain(world, plan)}"
@@ -490,6 +534,7 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
         ):
             expected.append(f"model {model} would be left with no routes")
     expected += [f"id {rid} is held" for rid in sorted(conflicts_by_rule(world))]
+    expected += [f"{m} host {h} is served by route" for m, h in sorted(twins_by_rule(world))]
     for change in plan.changes:  # a replacement of a route fleet-sync did not create
         gone = change.replaces if isinstance(change, Create) else None
         if gone and not created_by_rule(live[gone], world):
@@ -535,6 +580,7 @@ def test_the_safety_rules_refuse_exactly_the_unsafe_plans(world: World) -> None:
         {
             e.split(" would")[0]
             .split(" is held")[0]
+            .split(" is served")[0]
             .split(" f1-")[0]
             .split(" adopted-")[0]
             .split(" portal-")[0]

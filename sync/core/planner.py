@@ -51,7 +51,7 @@ def make_plan(
     desired_by_id = {r.id: r for r in wanted}
     dead = {r.id for r in unlisted} - {r.id for r in live}
     everything = [*live, *(r for r in unlisted if r.id in dead)]
-    claimed = _claim(fleet, desired_by_id, everything, take_over)
+    claimed = _claim(fleet, desired_by_id, everything, take_over, dead)
     work = _Work(ignored=list(claimed.ignored))
     in_place = release.removes_params_in_place
     hosts = match_hosts(wanted, claimed.owned.values(), claimed.adopted, dead)
@@ -94,7 +94,11 @@ class _Work:
 
 
 def _claim(
-    fleet: Fleet, desired_by_id: Mapping[str, Route], everything: Sequence[Route], take_over: bool
+    fleet: Fleet,
+    desired_by_id: Mapping[str, Route],
+    everything: Sequence[Route],
+    take_over: bool,
+    dead: Set[str],
 ) -> _Claimed:
     # Every generation of a desired id is that host's route (see render.generation).
     claims = {
@@ -115,18 +119,25 @@ def _claim(
             reasons[route.id] = decision.reason  # a conflict, listed as such, not as ignored
         else:
             ignored.append(Ignored(route, decision.reason))
-    return _Claimed(owned, frozenset(adopted), tuple(ignored), reasons, _copies(fleet, ignored))
+    copies = _copies(fleet, ignored, dead)
+    return _Claimed(owned, frozenset(adopted), tuple(ignored), reasons, copies)
 
 
-def _copies(fleet: Fleet, ignored: Sequence[Ignored]) -> dict[tuple[str, str], Ignored]:
+def _copies(
+    fleet: Fleet, ignored: Sequence[Ignored], dead: Set[str]
+) -> dict[tuple[str, str], Ignored]:
     """The ignored routes tagged with this fleet's name (written from another source, or by a
-    run that resolved another), by the host they serve: its tag and its address. A route a run
-    adopted keeps LiteLLM's id, so no id of fleet.yaml's collides with it: without this, a run
-    whose source differs would create a second, keyless route beside each of them."""
+    run that resolved another) that serve the public group, by the host they serve: its tag
+    and its address. A route a run adopted keeps LiteLLM's id, so no id of fleet.yaml's
+    collides with it: without this, a run whose source differs would create a second, keyless
+    route beside each of them. A row the router does not list, a paused route or a team's
+    serves no one of the group: a create beside it is no twin."""
     out: dict[tuple[str, str], Ignored] = {}
     for entry in ignored:
         route = entry.route
-        if route.fleet != fleet.name or not route.db_model:
+        if route.fleet != fleet.name or not route.db_model or route.id in dead or route.paused:
+            continue
+        if team_scope(route.model_name, route.model_info) is not None:
             continue
         if route.host is not None:
             out.setdefault((route.model_name, f"host:{route.host}"), entry)
