@@ -4,7 +4,7 @@ problem located."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from sync.fleet.schema_rules import schema as schema
 from sync.fleet.schema_rules import schema_problems, type_name
 from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.text import text_problems
+from sync.fleet.typecheck import TypedValue, type_problems, typed_values
 from sync.fleet.yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 from sync.litellm.convergence import route_too_large
 
@@ -82,6 +83,9 @@ class Fleet:
     # The variables the targets' proxy_url, api_key and read_api_key name (upper case): a
     # target's projection (for_target) keeps them, so the probe never resolves one for a host.
     target_variables: frozenset[str] = frozenset()
+    # Every litellm_params and model_info value with its place in fleet.yaml: plan and apply
+    # check them against the types of the release the proxy reports (release_problems).
+    typed: tuple[TypedValue, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def requires_health(self) -> bool:
@@ -92,16 +96,27 @@ class Fleet:
         return frozenset(m.name for m in self.models)
 
 
-def load_fleet(path: Path, display: str | None = None) -> Fleet:
-    """Read, validate and build the Fleet; raise FleetError listing every problem."""
+NEWEST = "newest"  # check LiteLLM's types of the newest supported release (validate, no proxy)
+
+
+def load_fleet(path: Path, display: str | None = None, litellm: str | None = NEWEST) -> Fleet:
+    """Read, validate and build the Fleet; raise FleetError listing every problem. `litellm`:
+    the release whose declared types the values must pass (NEWEST, a version the proxy
+    reported), or None to leave that check to release_problems once the proxy is read."""
     try:
         doc = read_yaml(path, display)
     except FleetError as exc:
         raise FleetError(masked(exc.problems)) from None
-    return fleet_from_doc(doc, display or str(path))
+    return fleet_from_doc(doc, display or str(path), litellm)
 
 
-def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
+def release_problems(fleet: Fleet, version: str | None) -> tuple[Problem, ...]:
+    """The values of fleet.yaml the LiteLLM a proxy reports (`version`) would refuse, located
+    (none for a Fleet built without its places)."""
+    return tuple(masked(type_problems(fleet.typed, version)))
+
+
+def fleet_from_doc(doc: YamlDoc, file: str, litellm: str | None = NEWEST) -> Fleet:
     problems = list(doc.problems)
     if not isinstance(doc.data, dict):
         kind = type_name(doc.data)
@@ -116,9 +131,12 @@ def fleet_from_doc(doc: YamlDoc, file: str) -> Fleet:
         raise FleetError(problems)
     problems.extend(schema_problems(doc.data, doc.marks, file))
     problems.extend(semantic_problems(doc.data, doc.marks, file))
+    typed = typed_values(doc.data, doc.marks, file)
+    if litellm is not None:
+        problems.extend(type_problems(typed, None if litellm == NEWEST else litellm))
     if problems:
         raise FleetError(masked(problems))
-    return _build(doc.data)
+    return replace(_build(doc.data), typed=typed)
 
 
 def semantic_problems(data: dict[str, Any], marks: Marks, file: str) -> Iterator[Problem]:
