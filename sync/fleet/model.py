@@ -25,7 +25,7 @@ from sync.fleet.schema_rules import schema as schema
 from sync.fleet.schema_rules import schema_problems, type_name
 from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.text import text_problems
-from sync.fleet.typecheck import TypedValue, type_problems, typed_values
+from sync.fleet.typecheck import TypedValues, type_problems, typed_values
 from sync.fleet.yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 from sync.litellm.convergence import route_too_large
 
@@ -85,7 +85,7 @@ class Fleet:
     target_variables: frozenset[str] = frozenset()
     # Every litellm_params and model_info value with its place in fleet.yaml: plan and apply
     # check them against the types of the release the proxy reports (release_problems).
-    typed: tuple[TypedValue, ...] = field(default=(), compare=False, repr=False)
+    typed: TypedValues = field(default=TypedValues(), compare=False, repr=False)
 
     @property
     def requires_health(self) -> bool:

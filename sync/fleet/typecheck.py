@@ -22,22 +22,19 @@ from sync.litellm.declared import SECTIONS, release_for, types_of
 
 
 @dataclass(frozen=True)
-class TypedValue:
-    """One litellm_params or model_info value of fleet.yaml, where it stands."""
+class TypedValues:
+    """fleet.yaml's litellm_params and model_info values (path, section, key, value), and the
+    marks that locate them (looked up only for a value refused: the fast path stays fast)."""
 
-    file: str
-    line: int
-    col: int
-    path: JsonPath
-    section: str
-    key: str
-    value: Any
+    file: str = ""
+    marks: Marks | None = None
+    items: tuple[tuple[JsonPath, str, str, Any], ...] = ()
 
 
-def typed_values(data: dict[str, Any], marks: Marks, file: str) -> tuple[TypedValue, ...]:
+def typed_values(data: dict[str, Any], marks: Marks, file: str) -> TypedValues:
     """Every value LiteLLM types: each level's (and overlay's) own litellm_params and
     model_info keys, but those fleet-sync sets itself (refused at their key already)."""
-    found: list[TypedValue] = []
+    found: list[tuple[JsonPath, str, str, Any]] = []
     for at, level in levels(data):
         for section_at, section in with_overlays(at, level):
             for name in SECTIONS:
@@ -47,14 +44,18 @@ def typed_values(data: dict[str, Any], marks: Marks, file: str) -> tuple[TypedVa
                 for key, value in values.items():
                     if _said_elsewhere(name, key, value):
                         continue
-                    path = (*section_at, name, key)
-                    found.append(TypedValue(file, *marks.of_value(path), path, name, key, value))
-    return tuple(found)
+                    found.append(((*section_at, name, key), name, key, value))
+    return TypedValues(file, marks, tuple(found))
+
+
+_PLAIN = frozenset({str, int, bool})  # nearly every value: neither null nor NaN inside
 
 
 def _said_elsewhere(section: str, key: Any, value: Any) -> bool:
     """A null, a NaN or infinity, or a key fleet-sync sets itself: refused by their own rules."""
-    if not isinstance(key, str) or _holds_null_or_nonfinite(value):
+    if type(key) is not str:
+        return True
+    if type(value) not in _PLAIN and _holds_null_or_nonfinite(value):
         return True
     if section == "litellm_params":
         return key in SET_ELSEWHERE
@@ -71,10 +72,11 @@ def _holds_null_or_nonfinite(value: Any) -> bool:
     return False
 
 
-def type_problems(values: tuple[TypedValue, ...], version: str | None) -> Iterator[Problem]:
+def type_problems(values: TypedValues, version: str | None) -> Iterator[Problem]:
     """Each value the release the proxy runs (`version`; None: the newest supported) would
     refuse, located at the value."""
     types = types_of(release_for(version))
-    for typed in values:
-        if why := types.problem(typed.section, typed.key, typed.value):
-            yield Problem(typed.file, typed.line, typed.col, f"{where(typed.path)}: {why}")
+    for path, section, key, value in values.items:
+        if why := types.problem(section, key, value):
+            line, col = values.marks.of_value(path) if values.marks else (1, 1)
+            yield Problem(values.file, line, col, f"{where(path)}: {why}")
