@@ -118,7 +118,7 @@ def apply(
     from sync.gitops import loops as gitops
     from sync.report.formats import format_named
 
-    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
     if fleet.targets or target_names:
         from sync.commands import target_apply, target_plans
         from sync.commands.targets import note_unused_environment, overrides, select

@@ -92,13 +92,15 @@ def check_key(value: str, where: str) -> None:
         )
 
 
-def read_fleet(path: Path) -> Fleet:
-    from sync.fleet.model import load_fleet
+def read_fleet(path: Path, at_proxy: bool = False) -> Fleet:
+    """fleet.yaml, validated; LiteLLM's declared types are the newest supported release's, or
+    with `at_proxy` the release the proxy reports, checked by read_live once it is read."""
+    from sync.fleet.model import NEWEST, load_fleet
     from sync.report.text import problems_text
 
     scrub.active().remember_fleet(path, os.environ)
     try:
-        return load_fleet(path, str(path))
+        return load_fleet(path, str(path), litellm=None if at_proxy else NEWEST)
     except FleetError as exc:
         click.echo(problems_text(exc.problems), err=True, nl=False)
         fail(f"{path} is invalid ({len(exc.problems)} problem(s)); nothing was sent to the proxy")
@@ -254,12 +256,30 @@ def read_live(
 
     past = declared_groups(fleet_file) if fleet_file is not None else state.PastGroups()
     try:
-        return state.read_live(client, fleet, tell, take_over, settle_timeout, past)
+        live = state.read_live(client, fleet, tell, take_over, settle_timeout, past)
     except state.UnknownProviders as exc:
         for p in exc.problems:  # file:line:col: error: ..., like a compiler's
             located = display.text(f"{p.file}:{p.line}:{p.col}: error: {p.message}")
             click.echo(f"{target_prefix()}{located}", err=True)
         fail(str(exc))
+    refuse_types(fleet, live.litellm_version)
+    return live
+
+
+def refuse_types(fleet: Fleet, version: str | None) -> None:
+    """Stop (exit 1) before any plan when the LiteLLM the proxy runs would refuse a value of
+    fleet.yaml (the types its request models declare), each located."""
+    from sync.fleet.model import release_problems
+    from sync.litellm.declared import release_for
+    from sync.report.text import problems_text
+
+    problems = release_problems(fleet, version)
+    if problems:
+        click.echo(problems_text(problems), err=True, nl=False)
+        fail(
+            f"{problems[0].file} has {len(problems)} value(s) LiteLLM {release_for(version)} "
+            "would refuse; nothing was sent to the proxy"
+        )
 
 
 def current_plan(

@@ -66,7 +66,7 @@ def drift(
     from sync.gitops import loops as gitops
     from sync.report.text import result_text
 
-    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
     if fleet.targets or target_names:
         from sync.commands import target_drift, target_plans
         from sync.commands.targets import note_unused_environment, overrides, select

@@ -76,7 +76,7 @@ def plan(
     from sync.report.json_format import to_json
     from sync.report.redaction import plan_json
 
-    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
     if fleet.targets or target_names:
         from sync.commands import target_plans as targeted
         from sync.commands.targets import note_unused_environment, overrides, select

@@ -78,7 +78,7 @@ def propose(
 
     if not base:
         fail("no base branch: pass --base BRANCH (GitHub Actions sets GITHUB_REF_NAME)")
-    fleet = with_source(read_fleet(fleet_file), fleet_file, os.environ)
+    fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
     hosts = {h.name: h for m in fleet.models if m.name == model for h in m.hosts}
     if host not in hosts:
         fail(f"{fleet_file}: no host {host!r} in model {model!r}; run set-host first")

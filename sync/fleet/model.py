@@ -25,6 +25,7 @@ from sync.fleet.schema_rules import schema as schema
 from sync.fleet.schema_rules import schema_problems, type_name
 from sync.fleet.sections import ProblemAt, param_problems
 from sync.fleet.text import text_problems
+from sync.fleet.typecheck import TypedValues, type_problems, typed_values
 from sync.fleet.yamlmarks import JsonPath, Marks, YamlDoc, read_yaml
 from sync.litellm.convergence import route_too_large
 
@@ -89,6 +90,9 @@ class Fleet:
     provider_at: Mapping[tuple[str, str], tuple[int, int]] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # Every litellm_params and model_info value with its place in fleet.yaml: plan and apply
+    # check them against the types of the release the proxy reports (release_problems).
+    typed: TypedValues = field(default=TypedValues(), compare=False, repr=False)
 
     @property
     def requires_health(self) -> bool:
@@ -99,14 +103,24 @@ class Fleet:
         return frozenset(m.name for m in self.models)
 
 
-def load_fleet(path: Path, display: str | None = None, held: frozenset[str] = frozenset()) -> Fleet:
+NEWEST = "newest"  # check LiteLLM's types of the newest supported release (validate, no proxy)
+
+
+def load_fleet(
+    path: Path,
+    display: str | None = None,
+    held: frozenset[str] = frozenset(),
+    litellm: str | None = NEWEST,
+) -> Fleet:
     """Read, validate and build the Fleet; raise FleetError listing every problem. held: the
-    target variables of the job's other fleet files (no host here may name one)."""
+    target variables of the job's other fleet files (no host here may name one). `litellm`:
+    the release whose declared types the values must pass (NEWEST, a version the proxy
+    reported), or None to leave that check to release_problems once the proxy is read."""
     try:
         doc = read_yaml(path, display)
     except FleetError as exc:
         raise FleetError(masked(exc.problems)) from None
-    return fleet_from_doc(doc, display or str(path), held)
+    return fleet_from_doc(doc, display or str(path), held, litellm)
 
 
 def file_target_variables(path: Path) -> frozenset[str]:
@@ -118,7 +132,15 @@ def file_target_variables(path: Path) -> frozenset[str]:
         raise FleetError(masked(exc.problems)) from None
 
 
-def fleet_from_doc(doc: YamlDoc, file: str, held: frozenset[str] = frozenset()) -> Fleet:
+def release_problems(fleet: Fleet, version: str | None) -> tuple[Problem, ...]:
+    """The values of fleet.yaml the LiteLLM a proxy reports (`version`) would refuse, located
+    (none for a Fleet built without its places)."""
+    return tuple(masked(type_problems(fleet.typed, version)))
+
+
+def fleet_from_doc(
+    doc: YamlDoc, file: str, held: frozenset[str] = frozenset(), litellm: str | None = NEWEST
+) -> Fleet:
     problems = list(doc.problems)
     if not isinstance(doc.data, dict):
         kind = type_name(doc.data)
@@ -133,9 +155,13 @@ def fleet_from_doc(doc: YamlDoc, file: str, held: frozenset[str] = frozenset()) 
         raise FleetError(problems)
     problems.extend(schema_problems(doc.data, doc.marks, file))
     problems.extend(semantic_problems(doc.data, doc.marks, file, held))
+    typed = typed_values(doc.data, doc.marks, file)
+    if litellm is not None:
+        problems.extend(type_problems(typed, None if litellm == NEWEST else litellm))
     if problems:
         raise FleetError(masked(problems))
-    return replace(_build(doc.data), file=file, provider_at=_provider_places(doc.data, doc.marks))
+    fleet = replace(_build(doc.data), file=file, typed=typed)
+    return replace(fleet, provider_at=_provider_places(doc.data, doc.marks))
 
 
 def _provider_places(data: dict[str, Any], marks: Marks) -> dict[tuple[str, str], tuple[int, int]]:

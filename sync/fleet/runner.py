@@ -133,8 +133,8 @@ def key_reference_problems(
 def key_references(data: dict[str, Any]) -> Iterator[tuple[JsonPath, Any]]:
     """(where, value) of every api_key and top-level litellm_params reference of a level (or
     an overlay on one), the keys fleet-sync sets itself excepted (refused there already)."""
-    for at, level in _levels(data):
-        for section_at, section in _with_overlays(at, level):
+    for at, level in levels(data):
+        for section_at, section in with_overlays(at, level):
             if reference_name(section.get("api_key")) is not None:
                 yield (*section_at, "api_key"), section["api_key"]
             params = section.get("litellm_params")
@@ -145,7 +145,7 @@ def key_references(data: dict[str, Any]) -> Iterator[tuple[JsonPath, Any]]:
                     yield (*section_at, "litellm_params", key), value
 
 
-def _levels(data: dict[str, Any]) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
+def levels(data: dict[str, Any]) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
     defaults = data.get("defaults")
     if isinstance(defaults, dict):
         yield ("defaults",), defaults
@@ -162,9 +162,7 @@ def _levels(data: dict[str, Any]) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
                 yield ("models", name, "hosts", index), host
 
 
-def _with_overlays(
-    at: JsonPath, level: dict[str, Any]
-) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
+def with_overlays(at: JsonPath, level: dict[str, Any]) -> Iterator[tuple[JsonPath, dict[str, Any]]]:
     yield at, level
     overlays = level.get("targets")
     if isinstance(overlays, dict):
