@@ -22,7 +22,7 @@ from sync.core.plan import Create, Delete, Plan, Update
 from sync.core.planner import make_plan
 from sync.core.render import render, route_id
 from sync.core.result import Result
-from sync.fleet.model import Fleet, fleet_from_doc
+from sync.fleet.model import NEWEST, Fleet, fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
 from sync.litellm.releases import LiteLLMRelease
 from sync.live.apply import apply_plan
@@ -62,13 +62,16 @@ def without(doc: dict[str, Any], model: str, dotted: str) -> None:
     del node[last]
 
 
-def fleet_of(doc: dict[str, Any]) -> Fleet:
-    """Through validation: every corpus value is one fleet.yaml may hold."""
-    return fleet_from_doc(parse_yaml(yaml.safe_dump(doc, sort_keys=False), "fleet.yaml"), "f")
+def fleet_of(doc: dict[str, Any], typed: bool = True) -> Fleet:
+    """Through validation: every corpus value is one fleet.yaml may hold. typed=False leaves
+    out LiteLLM's declared types (as a plan reads fleet.yaml before it knows the proxy's
+    release), for a test that needs a write LiteLLM refuses."""
+    text = yaml.safe_dump(doc, sort_keys=False)
+    return fleet_from_doc(parse_yaml(text, "fleet.yaml"), "f", litellm=NEWEST if typed else None)
 
 
-def plan_of(proxy: Proxy, doc: dict[str, Any]) -> Plan:
-    fleet = fleet_of(doc)
+def plan_of(proxy: Proxy, doc: dict[str, Any], typed: bool = True) -> Plan:
+    fleet = fleet_of(doc, typed)
     with LiteLLMClient(proxy.urls, proxy.api_key) as client:
         version = client.read_version(client.write_url)
         return make_plan(fleet, render(fleet), client.list_routes(), litellm_version=version)
@@ -338,7 +341,7 @@ def test_generations_never_leave_the_host_without_a_route(proxy: Proxy, fleet_na
     applied(proxy, plan_of(proxy, doc))
     del host["model_info"]
     host["litellm_params"] = {"tags": [{"not": "a string"}]}  # LiteLLM refuses it (422)
-    plan = plan_of(proxy, doc)
+    plan = plan_of(proxy, doc, typed=False)  # validate would refuse it first
     assert sorted(c.action for c in plan.changes) == ["create", "delete"]
     with LiteLLMClient(proxy.urls, proxy.api_key) as client:
         result = apply_plan(plan, client, owner_of(plan.fleet), confirm_timeout=5)
