@@ -28,6 +28,7 @@ import pytest
 
 from sync.core.render import route_id
 
+from .support.faultproxy import Fault, FaultProxy
 from .support.proxyharness import Proxy, fleet_sync, write_fleet
 from .support.upstream import Upstream
 from .test_onboarding_live import cleaned, env
@@ -45,8 +46,14 @@ def plan(fleet: Path, proxy: Proxy, code: int) -> dict[str, Any]:
     return body
 
 
-def apply(fleet: Path, proxy: Proxy, *extra: str, code: int = 0) -> str:
-    run = fleet_sync(["apply", "-f", str(fleet), *extra], env(proxy))
+def apply(
+    fleet: Path, proxy: Proxy, *extra: str, code: int = 0, via: FaultProxy | None = None
+) -> str:
+    """apply's output; `via`: through a fault proxy in front of the proxy's one pod."""
+    environ = env(proxy)
+    if via is not None:
+        environ |= {"LITELLM_PROXY_URL": via.url, "LITELLM_PROXY_URLS": via.url}
+    run = fleet_sync(["apply", "-f", str(fleet), *extra], environ)
     assert run.code == code, run.out + run.err
     return run.out + run.err
 
@@ -219,23 +226,22 @@ def test_a_failed_create_keeps_its_groups_pause_unsent(
         with cleaned(proxy, model):
             path = tmp_path / "fleet.yaml"
 
-            def fleet(rpm: float | None = None) -> Path:
-                spec = hosts(a=(a, False), c=(c, True))
-                if rpm is not None:
-                    spec["c"]["litellm_params"] = {"rpm": rpm}
-                return write_fleet(path, fleet_name, {model: {"hosts": spec}}, owns="model_groups")
-
             write_fleet(
                 path, fleet_name, {model: {"hosts": hosts(a=(a, True))}}, owns="model_groups"
             )
             apply(path, proxy)
             (rid,) = proxy.ids(model)
-            # Drain a and add c, whose create LiteLLM refuses (422: rpm must be an integer).
-            out = apply(fleet(rpm=1.5), proxy, code=4)
+            # Drain a and add c, whose create the proxy refuses (422, as LiteLLM answers a value
+            # it will not take; validate refuses the ones it knows of first).
+            spec = hosts(a=(a, False), c=(c, True))
+            write_fleet(path, fleet_name, {model: {"hosts": spec}}, owns="model_groups")
+            with FaultProxy(proxy.url) as refusing:
+                refusing.add_rule("POST", "/model/new", Fault.status(422), times=None)
+                out = apply(path, proxy, code=4, via=refusing)
             assert f"skipped: a create/update of {model} did not go through" in out, out
             assert not paused(proxy, rid) and proxy.ids(model) == [rid]
             assert chat(proxy, model) == "A"  # the model keeps its route
-            apply(fleet(rpm=2), proxy)  # fixed: c created, then a paused
+            apply(path, proxy)  # taken this time: c created, then a paused
             assert paused(proxy, rid)
             assert plan(path, proxy, 0)["changes"] == []
             served_a = a.chats()
@@ -258,21 +264,28 @@ def test_a_failed_resume_keeps_its_groups_pause_unsent(
         with cleaned(proxy, model):
             path = tmp_path / "fleet.yaml"
 
-            def fleet(rpm: float, a_on: bool = True, c_on: bool = True) -> Path:
-                spec = hosts(a=(a, a_on), c=(c, c_on))
-                spec["a"]["litellm_params"] = {"rpm": rpm}
+            def fleet(c_on: bool = True) -> Path:
+                spec = hosts(a=(a, True), c=(c, c_on))
                 return write_fleet(path, fleet_name, {model: {"hosts": spec}}, owns="model_groups")
 
-            apply(fleet(2), proxy)
+            apply(fleet(), proxy)
             ids = {h: route_id(fleet_name, model, h) for h in "ac"}
             assert proxy.ids(model) == sorted(ids.values())
             admin_pause(proxy, ids["a"])
-            # Resume a with a value LiteLLM refuses, and drain c in the same edit.
-            out = apply(fleet(1.5, c_on=False), proxy, code=4)
+            # Drain c, and the proxy refuses a's resume (a PATCH unpausing it) in the same run.
+            with FaultProxy(proxy.url) as refusing:
+                refusing.add_rule(
+                    "PATCH",
+                    r"/model/.+/update",
+                    Fault.status(422),
+                    times=None,
+                    body_regex=r'"blocked":\s*false',
+                )
+                out = apply(fleet(c_on=False), proxy, code=4, via=refusing)
             assert f"skipped: a create/update of {model} did not go through" in out, out
             assert paused(proxy, ids["a"]) and not paused(proxy, ids["c"])
             assert chat(proxy, model) == "C"
-            apply(fleet(3, c_on=False), proxy)
+            apply(fleet(c_on=False), proxy)
             assert not paused(proxy, ids["a"]) and paused(proxy, ids["c"])
             assert plan(path, proxy, 0)["changes"] == []
             assert chat(proxy, model) == "A"
