@@ -319,7 +319,7 @@ def test_a_row_planted_under_an_id_fleet_sync_creates_is_never_written(
         row = stored_row(query, b)
         write_fleet(path, fleet_name, {model: {"hosts": {"a": host, "b": silent_address()}}})
         check = fleet_sync(["plan", "-f", str(path), "--format", "json", *both(pods)], pods.env())
-        assert check.code == 0, check.out + check.err
+        assert check.code == 3, check.out + check.err  # apply would refuse: plan fails too
         (conflict,) = json.loads(check.out)["conflicts"]
         assert json.loads(check.out)["refused"], check.out  # what apply refuses, said by plan
         assert conflict["id"] == b and conflict["held_by"]["model_name"] == group
