@@ -39,6 +39,15 @@ OUT_OF_RANGE = (
     "row stops every route change on the proxy (where LiteLLM wants an integer: rpm, tpm, "
     "max_retries, ...; elsewhere it never reads back as written)"
 )
+# Per-key default limits LiteLLM applies to each virtual key of the route: below 0, LiteLLM
+# 1.110.2 stores the route (500 "saved to the database, but ... not live in this pod's router")
+# and its router never lists it (found by tests/test_declared_types_live.py on the real proxy;
+# its declared type is a bare int). No release means anything by a negative rate limit.
+NON_NEGATIVE = frozenset({"default_api_key_tpm_limit", "default_api_key_rpm_limit"})
+NEGATIVE_LIMIT = (
+    "is below 0: a rate limit is a count; LiteLLM 1.110.2 stores such a route but its router "
+    "never loads it; write 0 or more, or leave it out"
+)
 HOLDS_NUL = (
     "holds U+0000, which PostgreSQL cannot store in LiteLLM's JSON columns (the write fails); "
     "remove it"
@@ -103,6 +112,8 @@ def unconvergeable(
                 True,
             )
         else:
+            if section == "litellm_params" and key in NON_NEGATIVE and _negative(value):
+                yield here, f"{value} {NEGATIVE_LIMIT}", False
             yield from _values(value, here)
             if _depth(value) > MAX_DEPTH:
                 yield here, TOO_DEEP, False
@@ -155,6 +166,10 @@ def _values(value: Any, at: JsonPath) -> Iterator[tuple[JsonPath, str, bool]]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _values(item, (*at, index))
+
+
+def _negative(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value < 0
 
 
 def _number(value: int) -> str:
