@@ -148,7 +148,9 @@ def test_apply_follows_the_promotion_order_of_fleet_yaml() -> None:
 
 def test_plan_and_drift_run_per_target() -> None:
     plan = load(WORKFLOWS / "plan.yml")
-    assert plan["on"] == {"pull_request": {"paths": ["fleet.yaml"]}}
+    # labeled/unlabeled: a reviewed fleet-sync:force label re-runs the plan (issue 24)
+    events = ["opened", "synchronize", "reopened", "labeled", "unlabeled"]
+    assert plan["on"] == {"pull_request": {"types": events, "paths": ["fleet.yaml"]}}
     assert plan["permissions"] == {"contents": "read", "pull-requests": "write"}
     drift = load(WORKFLOWS / "drift.yml")
     assert set(drift["on"]) == {"schedule", "workflow_dispatch"}
