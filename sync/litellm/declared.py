@@ -37,8 +37,6 @@ Node = dict[str, Any]
 _INT_TEXT = re.compile(r"^\s*[+-]?\d+\s*$")
 _FLOAT_TEXT = re.compile(r"^\s*[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*$")
 # pydantic's words for a boolean (lower case); fleet-sync's compare knows the same ones.
-_TRUE = frozenset({"true", "1", "yes", "on", "t", "y"})
-_FALSE = frozenset({"false", "0", "no", "off", "f", "n"})
 
 
 @dataclass(frozen=True)
@@ -162,12 +160,10 @@ def _str(node: Node, value: Any) -> bool:
 
 
 def _bool(node: Node, value: Any) -> bool:
-    kind = type(value)
-    if kind is bool:
-        return True
-    if kind in (int, float):
-        return value in (0, 1)
-    return kind is str and value.lower() in _TRUE | _FALSE
+    # true or false only: pydantic takes "true", 1 or 0.0 at /model/new, but LiteLLM 1.110.2's
+    # router never loads a route holding the text "true" for a bool (stored, 500, not listed;
+    # found by tests/test_declared_types_live.py), and none reads back as written.
+    return type(value) is bool
 
 
 def _list(node: Node, value: Any) -> bool:
