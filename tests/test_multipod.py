@@ -305,7 +305,8 @@ def test_a_row_planted_under_an_id_fleet_sync_creates_is_never_written(
             ("create", g3),
             ("delete", first),
         ], check.out
-        assert [i["id"] for i in shown["ignored"]] == [g2]
+        # listed as ignored (the shared pods also list other tests' routes there)
+        assert g2 in [i["id"] for i in shown["ignored"]], check.out
         run = fleet_sync(["apply", "-f", str(path), *both(pods)], pods.env())
         assert run.code == 0, run.out + run.err
         assert g3 in run.out and stored_row(query, g2) == row
