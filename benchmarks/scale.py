@@ -48,9 +48,10 @@ from sync.core import render as render_module
 from sync.core.plan import Change, Create, Plan
 from sync.core.render import Route, render
 from sync.fleet.model import Fleet, load_fleet
-from sync.live.apply import _ReadBack, _Written
 from sync.live.client import LiteLLMClient
+from sync.live.interrupt import NEVER
 from sync.live.progress import Silent
+from sync.live.readback import ReadBack, Written
 from sync.live.state import LiveState, read_live
 
 T = TypeVar("T")
@@ -94,8 +95,8 @@ def planned(fleet: Fleet, live: LiveState) -> Plan:
 
 def poll(client: LiteLLMClient, changes: tuple[Change, ...]) -> int:
     """One read-back poll: the proxy already shows everything, so it confirms on the first."""
-    written = [_Written(c, "written", "") for c in changes]
-    reader = _ReadBack(client, 0, 0, lambda _: None, Silent())
+    written = [Written(c, "written", "") for c in changes]
+    reader = ReadBack(client, 0, 0, lambda _: None, Silent(), NEVER)
     reader.wait(written)
     outcomes = reader.outcomes(written)
     assert all(o.status == "done" for o in outcomes), "the read-back did not confirm"

@@ -11,7 +11,7 @@ import click
 import pytest
 
 from sync.commands import main as cli
-from sync.commands.common import EXIT_ERROR
+from sync.run.console import EXIT_ERROR
 from sync.secrets import scrub
 
 from .support.proxyharness import crashed

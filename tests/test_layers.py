@@ -43,7 +43,9 @@ def test_the_package_keeps_every_contract() -> None:
         ("edit/writer.py", "import sync.untrusted.json_parser", "without network bytes"),
         ("core/compare.py", "import click", "Only commands import click"),
         ("report/text.py", "import httpx", "Only live, github and untrusted speak HTTP"),
-        ("live/probe.py", "import git", "Only gitops and commands run git"),
+        ("live/probe.py", "import git", "Only gitops runs git"),
+        ("run/apply.py", "import click", "Only commands import click"),
+        ("run/plan.py", "import httpx", "A run and the commands send no request of their own"),
     ],
 )
 def test_a_forbidden_import_breaks_its_contract(

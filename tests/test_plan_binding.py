@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from sync.commands.common import Exit
-from sync.commands.saved_plan import check_binding
 from sync.core.plan import Binding, Plan
 from sync.core.render import canonical_json
 from sync.report.redaction import plan_json
+from sync.run.console import Exit
+from sync.run.saved import check_binding
 
 STAGING = ("http://127.0.0.1:4000",)
 PROD = ("http://127.0.0.1:4001",)

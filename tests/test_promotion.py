@@ -11,19 +11,14 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from sync.commands.common import Exit
-from sync.commands.saved_plan import check_saved_target, read_saved_targets
-from sync.commands.targets import (
-    Overrides,
-    TargetUnresolved,
-    each,
-    resolve,
-    select,
-    unused_environment,
-)
 from sync.core.promotion import SEVERITY, Hold, converged, hold, worst
 from sync.fleet.model import Defaults, Fleet
 from sync.fleet.targets import Target
+from sync.run.console import Exit
+from sync.run.endpoint import ProxyOptions, TargetUnresolved, resolve, unused_environment
+from sync.run.outcome import each
+from sync.run.reading import select
+from sync.run.saved import check_saved_target, read_saved_targets
 
 if TYPE_CHECKING:
     from sync.core.plan import Plan
@@ -147,7 +142,7 @@ def test_a_target_without_a_write_key_cannot_apply() -> None:
 
 
 def test_overrides_replace_the_url_and_the_key() -> None:
-    got = resolve(PROD, {}, write=True, override=Overrides(("http://127.0.0.1:9",), "sk-x" * 4))
+    got = resolve(PROD, {}, write=True, override=ProxyOptions(("http://127.0.0.1:9",), "sk-x" * 4))
     assert got.urls == ("http://127.0.0.1:9",) and got.key == "sk-x" * 4
 
 
@@ -182,25 +177,25 @@ def test_each_returns_outcomes_in_target_order_whatever_finishes_first() -> None
 
     last_done = threading.Event()
 
-    def work(target: Target) -> str:
-        if target.name == "staging":  # the first target waits for the last one to finish
+    def work(name: str | None) -> str:
+        if name == "staging":  # the first target waits for the last one to finish
             assert last_done.wait(10)
-        if target.name == "eu":
+        if name == "eu":
             last_done.set()
-        return target.name.upper()
+        return str(name).upper()
 
-    outcomes = each([STAGING, PROD, EU], work)
+    outcomes = each(["staging", "prod", "eu"], work)
     assert [o.target for o in outcomes] == ["staging", "prod", "eu"]
     assert [o.value for o in outcomes] == ["STAGING", "PROD", "EU"]
 
 
 def test_one_target_failing_stops_only_that_target(capsys: pytest.CaptureFixture[str]) -> None:
-    def work(target: Target) -> str:
-        if target.name == "prod":
+    def work(name: str | None) -> str:
+        if name == "prod":
             raise TargetUnresolved("target prod: proxy_url: the variable PRD_URLS is not set")
         return "ok"
 
-    outcomes = each([STAGING, PROD, EU], work)
+    outcomes = each(["staging", "prod", "eu"], work)
     assert [(o.code, o.value) for o in outcomes] == [(0, "ok"), (1, None), (0, "ok")]
     assert "[prod] error: target prod: proxy_url" in capsys.readouterr().err
 

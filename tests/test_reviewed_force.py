@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from sync.commands.common import EXIT_CHANGES, EXIT_OK, EXIT_REFUSED, plan_code
 from sync.core.plan import Plan
 from sync.core.verdict import FORCE, Acceptance, Verdict, decide, judge, refusal_key
 from sync.github.comment import PlanComment
 from sync.gitops import loops as gitops
 from sync.gitops.force import Record
+from sync.run.console import EXIT_CHANGES, EXIT_OK, EXIT_REFUSED
+from sync.run.verdicts import plan_code
 
 from .support.fake_github import FakeGitHub
 from .test_targets_gitops import PROD, STAGING, plan_of
@@ -222,8 +223,9 @@ def test_the_apply_result_names_the_labeller(fake_github: FakeGitHub, env: dict[
 
 
 def test_over_targets_each_exits_on_its_own_verdict_and_the_run_on_the_worst() -> None:
-    from sync.commands.target_plans import TargetPlan, target_code
     from sync.core.promotion import worst
+    from sync.run.plan import target_code
+    from sync.run.reading import TargetPlan
 
     changed = plan()
     # Only the plan and its refusals decide a target's code.
@@ -232,7 +234,9 @@ def test_over_targets_each_exits_on_its_own_verdict_and_the_run_on_the_worst() -
     assert target_code(staging, {}, True) == EXIT_REFUSED
     assert target_code(staging, {}, False) == EXIT_REFUSED
     assert target_code(prod, {}, True) == EXIT_CHANGES
-    accepted = {"staging": Verdict((), (PRUNE,), "@alice's fleet-sync:force label")}
+    accepted: dict[str | None, Verdict] = {
+        "staging": Verdict((), (PRUNE,), "@alice's fleet-sync:force label")
+    }
     assert target_code(staging, accepted, True) == EXIT_CHANGES
     codes = [target_code(staging, {}, True), target_code(prod, {}, True)]
     assert worst(codes) == EXIT_REFUSED

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from sync.commands.targets import Overrides, TargetUnresolved, pinned
 from sync.core.keytrust import FLEET_ITSELF, FLEET_ITSELF_REF, TrustedRef
 from sync.fleet.model import Fleet, fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
+from sync.run.endpoint import ProxyOptions, TargetUnresolved, pinned
 from sync.secrets.scrub import Scrubber
 
 BASE = "fleet.yaml at the pull request's base (0123456789ab)"
@@ -154,10 +154,10 @@ def test_a_proxy_and_key_given_on_the_command_line_are_used_as_given() -> None:
         {**TARGETS, "eu": {"proxy_url": "http://127.0.0.1:1", "api_key": "os.environ/K"}}
     )
     unread = TrustedRef(problem=f"{BASE} is invalid")
-    given = Overrides(("http://127.0.0.1:2",), "sk-given-0123456789")
+    given = ProxyOptions(("http://127.0.0.1:2",), "sk-given-0123456789")
     endpoint = pinned(target(new, "eu"), unread, {}, False, given)
     assert endpoint.urls == ("http://127.0.0.1:2",) and endpoint.key == "sk-given-0123456789"
     with pytest.raises(TargetUnresolved, match=r"^target eu: not read: "):
         pinned(target(new, "eu"), unread, {"K": "sk-env-0123456789"}, False)
     with pytest.raises(TargetUnresolved, match=r"^target eu: not read: "):  # a key alone: no
-        pinned(target(new, "eu"), unread, {}, False, Overrides((), "sk-given-0123456789"))
+        pinned(target(new, "eu"), unread, {}, False, ProxyOptions((), "sk-given-0123456789"))

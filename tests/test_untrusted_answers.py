@@ -14,8 +14,6 @@ import httpx
 import pytest
 import yaml
 
-from sync.commands.common import Exit
-from sync.commands.saved_plan import read_saved
 from sync.core.health import listed_models
 from sync.core.keytrust import FLEET_ITSELF
 from sync.core.render import Route, route_id
@@ -24,6 +22,8 @@ from sync.fleet.yamlmarks import parse_yaml
 from sync.live.errors import error_message
 from sync.live.probe import BODY_CAP, NeedsKey, ask, probe_fleet
 from sync.live.verify import verify_groups
+from sync.run.console import Exit
+from sync.run.saved import read_saved
 from sync.untrusted.json_parser import parse_json
 
 from .support.upstream import Trickle, Upstream, hostile
@@ -195,7 +195,7 @@ def test_a_saved_plan_that_is_not_one_is_a_one_line_error(
     assert error(listed).endswith("(it has no hash and fleet strings)")
     assert "cannot read the saved plan (No such file or directory)" in error(tmp_path / "none")
 
-    monkeypatch.setattr("sync.commands.saved_plan.SAVED_PLAN_MAX_BYTES", 1024)
+    monkeypatch.setattr("sync.run.saved.SAVED_PLAN_MAX_BYTES", 1024)
     assert error(Path("/dev/zero")).endswith("(the file is larger than 1 KiB)")
     (tmp_path / "plan.json").write_text(json.dumps({"hash": "sha256:x", "fleet": "f1"}))
     saved = read_saved(tmp_path / "plan.json")

@@ -1,4 +1,4 @@
-"""apply: converge the proxy to fleet.yaml (create, update, prune), confirmed by read-back."""
+"""apply: converge the proxy (each target in promotion order), confirm by reading back."""
 
 from __future__ import annotations
 
@@ -7,39 +7,26 @@ from pathlib import Path
 
 import click
 
-from sync.commands.common import (
-    CONCURRENCY,
-    EXIT_INCOMPLETE,
-    EXIT_REFUSED,
-    MAX_CONCURRENCY,
-    Exit,
-    apply_verdict,
-    bound,
-    check_can_write,
-    connect,
-    current_plan,
-    fail,
-    on_github,
-    read_fleet,
-    run_apply,
-    show_plan,
-    with_source,
-)
-from sync.commands.health_options import gate_plan, health_options, run_ref, run_trust
+from sync.commands.common import proxy_options, trusted_ref
 from sync.commands.options import (
     Seconds,
     fleet_option,
     format_option,
-    proxy_options,
+    health_options,
     take_over_option,
+    target_option,
 )
-from sync.commands.targets import target_option
+from sync.commands.options import (
+    proxy_options as proxy_option_flags,
+)
 from sync.live.state import CONFIRM_TIMEOUT
+from sync.run.console import EXIT_OK, Exit
+from sync.run.writes import CONCURRENCY, MAX_CONCURRENCY
 
 
 @click.command()
 @fleet_option
-@proxy_options
+@proxy_option_flags
 @click.option(
     "--plan",
     "saved",
@@ -110,70 +97,21 @@ def apply(
     """Converge the proxy: create, then update, then prune; confirm by reading back.
 
     With targets: in fleet.yaml, each target in promotion order; one whose predecessors in this
-    run did not converge is held (not written to)."""
-    from sync.commands.health_options import verify_result
-    from sync.commands.saved_plan import check_saved, read_saved
-    from sync.core.ownership import Owner
-    from sync.core.result import Result
-    from sync.gitops import loops as gitops
-    from sync.report.formats import format_named
+    run did not converge is held (not written to). SIGINT or SIGTERM: no new write starts, the
+    writes in flight settle, the result is printed (and posted), exit 130 or 143."""
+    from sync.run.apply import ApplyOptions, run_apply
+    from sync.run.interrupt import handled
+    from sync.run.reading import Clients, Health, Reading, read_fleet, selected, with_source
 
     fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
-    if fleet.targets or target_names:
-        from sync.commands import target_apply, target_plans
-        from sync.commands.targets import note_unused_environment, overrides, select
-
-        targets = select(fleet, target_names)
-        reading = target_plans.Reading(
-            fleet, fleet_file, True, overrides(fleet, target_names, proxy_urls, api_key),
-            timeout, take_over, target_plans.Health(probe, require_healthy, probe_timeout),
-            run_ref(fleet_file), confirm_timeout,
+    targets, proxy = selected(fleet, target_names, proxy_options(proxy_urls, api_key))
+    options = ApplyOptions(fmt, force, dry_run, concurrency, verify, github_comment, saved)
+    with Clients(timeout, write_to == "spread") as clients, handled() as signals:
+        reading = Reading(
+            fleet, fleet_file, True, proxy, clients, take_over,
+            Health(probe, require_healthy, probe_timeout), trusted_ref(fleet_file),
+            confirm_timeout,
         )  # fmt: skip
-        options = target_apply.ApplyOptions(
-            fmt, force, dry_run, concurrency, write_to == "spread", verify, github_comment
-        )
-        note_unused_environment(targets)
-        target_apply.run_apply_targets(reading, targets, options, saved)
-        return
-    reviewed = read_saved(saved) if saved is not None else None  # before the proxy is asked
-    with connect(proxy_urls, api_key, timeout, spread_writes=write_to == "spread") as client:
-        live = current_plan(fleet, client, confirm_timeout, take_over, fleet_file)
-        health = (probe, require_healthy, probe_timeout)
-        the_plan = bound(gate_plan(fleet, live, *health, run_trust(fleet_file)), fleet, client.urls)
-        if reviewed is not None:
-            check_saved(reviewed, the_plan)  # a dry run previews exactly what apply would do
-        verdict = apply_verdict(the_plan, fleet, force, github_comment)
-        if dry_run or verdict.refused:
-            show_plan(the_plan, fmt, verdict.refused)
-            if verdict.refused:
-                fail("refused: " + " | ".join(verdict.refused), EXIT_REFUSED)
-            return
-        if the_plan.empty:
-            result = Result(the_plan, ())
-        else:
-            check_can_write(client)
-            if format_named(fmt).plan_before_apply:
-                show_plan(the_plan, fmt)
-            result = run_apply(
-                the_plan, client, Owner(fleet, take_over), concurrency, confirm_timeout
-            )
-    # api_key is set: connect() refuses to run without it.
-    verified = (
-        verify_result(result, fleet, client.write_url, api_key or "", timeout) if verify else ()
-    )
-    shown = format_named(fmt).show_result(result, verified if verify else None, client.write_url)
-    click.echo(shown, nl=False)
-    if github_comment:
-        on_github(lambda: gitops.comment_result(result, os.environ, verified, forced=verdict))
-    if the_plan.conflicts:
-        say_conflicts(len(the_plan.conflicts))
-    if not result.complete or not all(v.ok for v in verified):
-        raise Exit(EXIT_INCOMPLETE)
-
-
-def say_conflicts(count: int) -> None:
-    click.echo(
-        f"error: {count} host(s) have no route: their ids are held by routes this fleet does "
-        "not own (left alone; see the plan's conflicts)",
-        err=True,
-    )
+        code = run_apply(reading, targets, options, signals)
+    if code != EXIT_OK:
+        raise Exit(code)

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from sync.commands.common import connect, fail
-from sync.commands.options import fleet_option, read_proxy_options
-from sync.commands.targets import target_option
+from sync.commands.common import proxy_options, trusted_ref
+from sync.commands.options import fleet_option, read_proxy_options, target_option
 from sync.fleet.problems import FleetError
 from sync.live.state import read_routes
+from sync.run.console import fail
 from sync.secrets import scrub
+
+if TYPE_CHECKING:
+    from sync.run.endpoint import Endpoint, ProxyOptions
 
 
 @click.command(name="import")
@@ -58,8 +62,10 @@ def import_command(
         fail(f"{output} exists; choose another path or remove it first")
     if output is not None and not output.parent.is_dir():
         fail(f"{output}: the directory {output.parent} does not exist; nothing was read")
-    urls, key, key_name = proxy_of(fleet_file, target_names, proxy_urls, api_key)
-    with connect(urls, key, timeout, key_name=key_name) as client:
+    from sync.run.endpoint import connect
+
+    endpoint = proxy_of(fleet_file, target_names, proxy_options(proxy_urls, api_key))
+    with connect(endpoint, timeout) as client:
         live = read_routes(client)
     imported = import_fleet(live, fleet_name, only)
     for line in imported.left_out:
@@ -90,40 +96,32 @@ def import_command(
     )
 
 
-def proxy_of(
-    fleet_file: Path, names: tuple[str, ...], proxy_urls: tuple[str, ...], api_key: str | None
-) -> tuple[tuple[str, ...], str | None, str | None]:
+def proxy_of(fleet_file: Path, names: tuple[str, ...], proxy: ProxyOptions) -> Endpoint:
     """The proxy and key import reads: one target's when --target is given or -f names a fleet
     with targets: (exactly one target: --target is required when it declares several); else
-    --proxy-url / LITELLM_PROXY_* as ever, fleet.yaml not read (key name None: the variable
-    the option read)."""
+    --proxy-url / LITELLM_PROXY_* as ever, fleet.yaml not read."""
     import os
 
     import click
 
-    from sync.commands.common import read_fleet
-    from sync.commands.targets import TargetUnresolved, overrides, pinned, select
+    from sync.run.endpoint import TargetUnresolved, check_overrides, implicit_endpoint, pinned
+    from sync.run.reading import read_fleet, select
 
     ctx = click.get_current_context()
     file_given = ctx.get_parameter_source("fleet_file") is click.core.ParameterSource.COMMANDLINE
     if not names and not file_given:
-        return proxy_urls, api_key, None
+        return implicit_endpoint(proxy)
     fleet = read_fleet(fleet_file)
     if not fleet.targets and not names:
-        return proxy_urls, api_key, None
+        return implicit_endpoint(proxy)
     if len(set(names)) > 1:
         fail("import reads exactly one target: give --target once")
     targets = select(fleet, names)
     if len(targets) != 1:
         declared = ", ".join(t.name for t in targets)
         fail(f"import reads exactly one target: give --target NAME (declared: {declared})")
-    from sync.commands.health_options import run_ref
-
+    override = check_overrides(names, proxy)
     try:
-        endpoint = pinned(
-            targets[0], run_ref(fleet_file), os.environ, False,
-            overrides(fleet, names, proxy_urls, api_key),
-        )  # fmt: skip
+        return pinned(targets[0], trusted_ref(fleet_file)(), os.environ, False, override)
     except TargetUnresolved as exc:
         fail(str(exc))
-    return endpoint.urls, endpoint.key, endpoint.key_name

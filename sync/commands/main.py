@@ -10,13 +10,14 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import signal
 import sys
 
 import click
 
 from sync import __version__
 from sync.commands.apply import apply
-from sync.commands.common import EXIT_ERROR, EXIT_OK, Exit, internal_error
+from sync.commands.common import internal_error
 from sync.commands.drift import drift
 from sync.commands.import_command import import_command
 from sync.commands.plan import plan
@@ -25,6 +26,7 @@ from sync.commands.render import render_command
 from sync.commands.set_host import set_host
 from sync.commands.validate import validate
 from sync.errors import FleetSyncError
+from sync.run.console import EXIT_ERROR, EXIT_OK, Exit
 from sync.secrets import display, scrub
 
 
@@ -51,7 +53,17 @@ def main(argv: list[str] | None = None) -> None:
             code = run(argv)
     except OSError as exc:  # the session's last output could not be written
         code = _unwritable(exc)
+    if code in INTERRUPTED:
+        # The account is printed: a write still in flight (its thread) must not hold the
+        # process past GitHub's kill; the next apply converges whatever it did.
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
+
+
+INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)  # 130, 143: sync/run/interrupt.py
 
 
 # The machine's, not fleet-sync's: a full disk, a closed pipe or stream, a read-only file system.

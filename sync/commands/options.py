@@ -12,7 +12,9 @@ from typing import Any
 
 import click
 
-from sync.commands.common import KEY_FROM, check_key
+from sync.commands.common import KEY_FROM
+from sync.core.health import PROBE_TIMEOUT
+from sync.run.endpoint import check_key
 
 MAX_SECONDS = 3600.0  # no admin call or read-back is worth waiting an hour for
 
@@ -115,4 +117,43 @@ def take_over_option(f: Callable[..., Any]) -> Callable[..., Any]:
         help="Own the routes tagged with this fleet's name by another source (another "
         "repository using the same fleet name): update them to this fleet.yaml, prune the "
         "rest. For moving a fleet to a new repository; without it they are never touched.",
+    )(f)
+
+
+def target_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--target",
+        "target_names",
+        multiple=True,
+        metavar="NAME",
+        help="With targets: in fleet.yaml, work on this target only (repeatable; default: every "
+        "target, in promotion order). Its proxy and key come from its entry in fleet.yaml.",
+    )(f)
+
+
+def health_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--probe, --require-healthy, --probe-timeout (health: in fleet.yaml turns them on too)."""
+    f = click.option(
+        "--probe",
+        is_flag=True,
+        help="Ask every enabled host's GET {api_base}/models and show beside each change whether "
+        "it serves its served_model. A host's api_key (resolved from this environment) goes only "
+        "to the address fleet.yaml gives it at a reviewed ref (a pull request's base; propose: "
+        "HEAD); a new address is asked without it, and a 401/403 then reads 'needs a key'. "
+        "fleet.yaml's health: probe|require turns this on too.",
+    )(f)
+    f = click.option(
+        "--require-healthy",
+        is_flag=True,
+        help="Withhold (and report) every change that would point a route at an address that "
+        "does not serve its model, and the prunes of its model group; apply then exits 4. "
+        "Implies --probe; the same as health: require in fleet.yaml.",
+    )(f)
+    return click.option(
+        "--probe-timeout",
+        default=PROBE_TIMEOUT,
+        show_default=True,
+        type=Seconds(min=0, min_open=True),
+        metavar="SECONDS",
+        help="How long each host has to answer the probe.",
     )(f)

@@ -7,22 +7,16 @@ from pathlib import Path
 
 import click
 
-from sync.commands.common import (
-    EXIT_OK,
-    Exit,
-    bound,
-    connect,
-    github_value,
-    plan_code,
-    read_fleet,
-    read_live,
-    show_plan,
-    with_source,
+from sync.commands.common import proxy_options, trusted_ref
+from sync.commands.options import (
+    fleet_option,
+    format_option,
+    health_options,
+    read_proxy_options,
+    take_over_option,
+    target_option,
 )
-from sync.commands.health_options import gate_plan, health_options, run_ref, run_trust
-from sync.commands.options import fleet_option, format_option, read_proxy_options, take_over_option
-from sync.commands.targets import target_option
-from sync.secrets import scrub
+from sync.run.console import EXIT_OK, Exit
 
 
 @click.command()
@@ -71,51 +65,17 @@ def plan(
     """Show what apply would create, update and prune (reads the proxy, writes nothing).
 
     Exits 3 when apply would refuse the plan (after printing it and posting the comment)."""
-    from sync.core.verdict import decide
-    from sync.gitops import loops as gitops
-    from sync.report.json_format import to_json
-    from sync.report.redaction import plan_json
+    from sync.run.plan import PlanOptions, run_plan
+    from sync.run.reading import Clients, Health, Reading, read_fleet, selected, with_source
 
     fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
-    if fleet.targets or target_names:
-        from sync.commands import target_plans as targeted
-        from sync.commands.targets import note_unused_environment, overrides, select
-
-        targets = select(fleet, target_names)
-        reading = targeted.Reading(
-            fleet, fleet_file, False, overrides(fleet, target_names, proxy_urls, api_key),
-            timeout, take_over, targeted.Health(probe, require_healthy, probe_timeout),
-            run_ref(fleet_file, base_ref),
+    targets, proxy = selected(fleet, target_names, proxy_options(proxy_urls, api_key))
+    options = PlanOptions(fmt, out, detailed_exitcode, github_comment, base_ref)
+    with Clients(timeout) as clients:
+        reading = Reading(
+            fleet, fleet_file, False, proxy, clients, take_over,
+            Health(probe, require_healthy, probe_timeout), trusted_ref(fleet_file, base_ref),
         )  # fmt: skip
-        note_unused_environment(targets)
-        targeted.run_plan(reading, targets, fmt, out, detailed_exitcode, github_comment, base_ref)
-        return
-    with connect(proxy_urls, api_key, timeout) as client:
-        live = read_live(client, fleet, take_over, fleet_file=fleet_file)
-    the_plan = gate_plan(
-        fleet,
-        live.plan(fleet, take_over),
-        probe,
-        require_healthy,
-        probe_timeout,
-        run_trust(fleet_file, base_ref),
-    )
-    the_plan = bound(the_plan, fleet, client.urls)
-    verdict = decide(the_plan, fleet.max_prune_percent)  # apply's own verdict
-    show_plan(the_plan, fmt, verdict.refused)
-    if out:
-        scrub.write_text(out, to_json(plan_json(the_plan)))
-    if github_comment:  # the pull request's reviewed force may accept some refusals
-        verdict = github_value(
-            lambda: gitops.comment_reviewed_plan(
-                fleet_file,
-                the_plan,
-                lambda base: live.plan(with_source(base, fleet_file, os.environ), take_over),
-                verdict.refused,
-                base_ref,
-                os.environ,
-            )
-        )
-    code = plan_code(verdict, not the_plan.empty, detailed_exitcode)
+        code = run_plan(reading, targets, options)
     if code != EXIT_OK:
         raise Exit(code)

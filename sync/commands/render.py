@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from sync.commands.common import fail, read_fleet
-from sync.commands.options import fleet_option
-from sync.commands.targets import select, target_option
+from sync.commands.options import fleet_option, target_option
+from sync.run.console import fail
+from sync.run.reading import read_fleet, select
 from sync.secrets import scrub
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import click
 
-from sync.commands.common import fail
 from sync.commands.options import fleet_option
 from sync.fleet.problems import FleetError
+from sync.run.console import fail
 
 
 @click.command(name="set-host")

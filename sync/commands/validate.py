@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from sync.commands.common import EXIT_ERROR, Exit
 from sync.commands.options import fleet_option, format_option
+from sync.run.console import EXIT_ERROR, Exit
 from sync.secrets import scrub
 
 

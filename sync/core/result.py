@@ -8,7 +8,8 @@ from typing import Literal
 from sync.core.changes import Change
 from sync.core.plan import Plan
 
-Status = Literal["done", "failed", "unconfirmed", "skipped"]
+# "not started": the apply was interrupted (SIGINT, SIGTERM) before this change's write began.
+Status = Literal["done", "failed", "unconfirmed", "skipped", "not started"]
 
 
 @dataclass(frozen=True)

@@ -13,24 +13,25 @@ what the others serve."""
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import ExitStack
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Literal
 
-from sync.core.compare import diff
 from sync.core.ownership import Owner
 from sync.core.plan import Change, Create, Delete, Plan, Update
 from sync.core.render import Route
-from sync.core.result import Outcome, Result, Status
+from sync.core.result import Outcome, Result
 from sync.errors import FleetSyncError
 from sync.live.client import ErrorKind, LiteLLMClient, ProxyError
+from sync.live.interrupt import IN_FLIGHT, NEVER, Interrupt
 from sync.live.progress import Progress, Silent
+from sync.live.readback import ReadBack, Written, matches
 from sync.live.rollback import still_previous, undo
 
 WRITE_ATTEMPTS = 3
+WAKE = 0.5  # how often the wait for a stage's writes looks at the interrupt
 FATAL = (ErrorKind.AUTH, ErrorKind.NO_DATABASE)
 
 
@@ -44,23 +45,15 @@ class ApplyAborted(FleetSyncError):
 
 
 @dataclass(frozen=True)
-class _Written:
-    change: Change
-    # written: answered as done; ambiguous: the answers left it open. Both are read back.
-    state: Literal["written", "ambiguous", "failed", "skipped"]
-    detail: str
-    not_served: bool = False  # LiteLLM answered it stored the write and its router dropped it
+class _Writer:
+    """How the writes of one apply go out: to which proxy, as whose fleet, how many at once on
+    each pod, where progress is told, and whether the apply was asked to stop."""
 
-    @property
-    def ok(self) -> bool:
-        return self.state in ("written", "ambiguous")
-
-    @property
-    def unread_status(self) -> Status:
-        """Its status before (or without) read-back."""
-        if self.state in ("written", "ambiguous"):
-            return "unconfirmed"
-        return "failed" if self.state == "failed" else "skipped"
+    client: LiteLLMClient
+    owner: Owner
+    concurrency: int
+    progress: Progress
+    interrupt: Interrupt
 
 
 def apply_plan(
@@ -73,30 +66,32 @@ def apply_plan(
     poll_interval: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
     progress: Progress | None = None,
+    interrupt: Interrupt = NEVER,
 ) -> Result:
     """concurrency is per pod: each route's writes go to the pod client.pod_for chooses.
-    `owner`: the run's ownership rule, asked about a stored row holding a create's id."""
-    progress = progress or Silent()
-    written: list[_Written] = []
+    `owner`: the run's ownership rule, asked about a stored row holding a create's id.
+    `interrupt` requested: no write starts after it (each is "not started"), read-back ends
+    soon after (sync/live/interrupt.py) and nothing is written back."""
+    writer = _Writer(client, owner, concurrency, progress or Silent(), interrupt)
+    written: list[Written] = []
     blocked: dict[str, str] = {}  # model group -> why its pauses and deletes must not run
     for stage in ("create", "update"):
         todo = [c for c in plan.of(stage) if not _is_pause(c)]
-        results = _run_stage(stage, todo, client, owner, concurrency, written, progress)
+        results = _run_stage(stage, todo, writer, written)
         written += results
         _block_unwritten(results, blocked)
-    reader = _ReadBack(client, confirm_timeout, poll_interval, sleep, progress)
+    reader = ReadBack(client, confirm_timeout, poll_interval, sleep, writer.progress, interrupt)
     # A pause takes a route out of service as a delete does: both wait for their group.
     pauses = [c for c in plan.of("update") if _is_pause(c)]
     for stage, changes in (("pause", pauses), ("delete", list(plan.of("delete")))):
         todo = _hold_back(changes, written, blocked, reader)
-        results = _run_stage(stage, todo, client, owner, concurrency, written, progress)
+        results = _run_stage(stage, todo, writer, written)
         written += results
         _block_unwritten(results, blocked)
     reader.wait([w for w in written if w.ok])
-    outcomes = [
-        _settle(o, w, reader, client)
-        for o, w in zip(reader.outcomes(written), written, strict=True)
-    ]
+    outcomes = reader.outcomes(written)
+    if not interrupt.requested:  # an interrupted apply writes nothing more, not even an undo
+        outcomes = [_settle(o, w, reader, client) for o, w in zip(outcomes, written, strict=True)]
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
 
@@ -105,7 +100,7 @@ def _is_pause(change: Change) -> bool:
     return isinstance(change, Update) and change.pause is True
 
 
-def _block_unwritten(results: Iterable[_Written], blocked: dict[str, str]) -> None:
+def _block_unwritten(results: Iterable[Written], blocked: dict[str, str]) -> None:
     """A group whose create/update/pause failed or stayed ambiguous keeps its old routes."""
     for w in results:
         if w.state in ("failed", "ambiguous"):
@@ -114,7 +109,7 @@ def _block_unwritten(results: Iterable[_Written], blocked: dict[str, str]) -> No
 
 
 def _hold_back(
-    changes: list[Change], written: list[_Written], blocked: dict[str, str], reader: _ReadBack
+    changes: list[Change], written: list[Written], blocked: dict[str, str], reader: ReadBack
 ) -> list[Change]:
     """The changes that take a route out of service (pauses, deletes) that may run: those of a
     group whose every create and update so far is listed by every pod. The others are added to
@@ -126,57 +121,74 @@ def _hold_back(
         if reader.lagging(w):
             blocked.setdefault(w.change.model_name, f"is not listed by the router ({w.change.id})")
     written += [
-        _Written(
-            c, "skipped", f"skipped: a create/update of {c.model_name} {blocked[c.model_name]}"
-        )
+        Written(c, "skipped", f"skipped: a create/update of {c.model_name} {blocked[c.model_name]}")
         for c in changes
         if c.model_name in blocked
     ]
     return [c for c in changes if c.model_name not in blocked]
 
 
+NOT_STARTED = "not started: the apply was interrupted before this write"
+IN_FLIGHT_AT_STOP = "in flight when the apply was interrupted; left to read-back"
+
+
 def _run_stage(
-    stage: str,
-    todo: list[Change],
-    client: LiteLLMClient,
-    owner: Owner,
-    concurrency: int,
-    done_so_far: list[_Written],
-    progress: Progress,
-) -> list[_Written]:
+    stage: str, todo: list[Change], writer: _Writer, done_so_far: list[Written]
+) -> list[Written]:
     if not todo:
         return []
-    progress.stage(stage, len(todo))
+    writer.progress.stage(stage, len(todo))
 
-    def write(change: Change) -> _Written:
-        result = _write(change, client, owner)
-        progress.step(stage, result.state)
+    def write(change: Change) -> Written:
+        if writer.interrupt.requested:
+            return Written(change, "not started", NOT_STARTED)
+        result = _write(change, writer.client, writer.owner)
+        writer.progress.step(stage, result.state)
         return result
 
-    with ExitStack() as stack:
-        # One pool per pod: `concurrency` writes in flight on each pod, however fast the others.
-        pools: dict[str, ThreadPoolExecutor] = {}
-        futures: list[Future[_Written]] = []
-        for change in todo:
-            pod = client.pod_for(change.id)
-            if pod not in pools:
-                pools[pod] = stack.enter_context(ThreadPoolExecutor(max_workers=concurrency))
-            futures.append(pools[pod].submit(write, change))
-        results: list[_Written] = []
-        fatal: ProxyError | None = None
-        for change, future in zip(todo, futures, strict=True):
-            try:
-                results.append(future.result())
-            except ProxyError as exc:  # only FATAL kinds escape _write
-                fatal = fatal or exc
-                results.append(_Written(change, "failed", str(exc)))
-    progress.stage_done(stage)
+    # One pool per pod: `concurrency` writes in flight on each pod, however fast the others.
+    pools: dict[str, ThreadPoolExecutor] = {}
+    futures: list[Future[Written]] = []
+    for change in todo:
+        pod = writer.client.pod_for(change.id)
+        if pod not in pools:
+            pools[pod] = ThreadPoolExecutor(max_workers=writer.concurrency)
+        futures.append(pools[pod].submit(write, change))
+    try:
+        results, fatal = _collect(todo, futures, writer.interrupt)
+    finally:
+        for pool in pools.values():  # once interrupted, a write still in flight is left to end
+            pool.shutdown(wait=not writer.interrupt.requested, cancel_futures=True)
+    writer.progress.stage_done(stage)
     if fatal is not None:
         outcomes = tuple(
             Outcome(w.change, w.unread_status, w.detail) for w in [*done_so_far, *results]
         )
         raise ApplyAborted(fatal, outcomes)
     return results
+
+
+def _collect(
+    todo: list[Change], futures: list[Future[Written]], interrupt: Interrupt
+) -> tuple[list[Written], ProxyError | None]:
+    """Each write's result in order, woken by the interrupt: from then on the writes in flight
+    get IN_FLIGHT seconds to answer, and one that has not is left to read-back (it may land)."""
+    while not interrupt.requested and not all(f.done() for f in futures):
+        wait([f for f in futures if not f.done()], timeout=WAKE, return_when=FIRST_COMPLETED)
+    if interrupt.requested:
+        wait(futures, timeout=max(0.0, interrupt.deadline(math.inf, IN_FLIGHT) - time.monotonic()))
+    results: list[Written] = []
+    fatal: ProxyError | None = None
+    for change, future in zip(todo, futures, strict=True):
+        if not future.done():
+            results.append(Written(change, "ambiguous", IN_FLIGHT_AT_STOP))
+            continue
+        try:
+            results.append(future.result())
+        except ProxyError as exc:  # only FATAL kinds escape _write
+            fatal = fatal or exc
+            results.append(Written(change, "failed", str(exc)))
+    return results, fatal
 
 
 class _Ambiguous(Exception):
@@ -187,27 +199,23 @@ class _NotServed(Exception):
     """LiteLLM answered that it stored the route, and its router does not list it."""
 
 
-def _write(change: Change, client: LiteLLMClient, owner: Owner) -> _Written:
+def _write(change: Change, client: LiteLLMClient, owner: Owner) -> Written:
     try:
         if isinstance(change, Create):
-            return _Written(change, "written", _create(change.route, client, owner))
+            return Written(change, "written", _create(change.route, client, owner))
         if isinstance(change, Update):
-            return _Written(change, "written", _update(change, client))
-        return _Written(change, "written", _delete(change, client))
+            return Written(change, "written", _update(change, client))
+        return Written(change, "written", _delete(change, client))
     except _Ambiguous as exc:
-        return _Written(change, "ambiguous", str(exc))
+        return Written(change, "ambiguous", str(exc))
     except _NotServed as exc:
-        return _Written(change, "failed", str(exc), not_served=True)
+        return Written(change, "failed", str(exc), not_served=True)
     except ProxyError as exc:
         if exc.kind in FATAL:
             raise
         if exc.kind is ErrorKind.MAYBE_COMMITTED:  # a follow-up write answered ambiguously
-            return _Written(change, "ambiguous", f"ambiguous: {exc}")
-        return _Written(change, "failed", str(exc))
-
-
-def _matches(live: Route | None, desired: Route) -> bool:
-    return live is not None and not diff(live, desired)
+            return Written(change, "ambiguous", f"ambiguous: {exc}")
+        return Written(change, "failed", str(exc))
 
 
 # LiteLLM's answer when the router of the pod that took the write reloaded and does not serve
@@ -234,7 +242,7 @@ def _create(route: Route, client: LiteLLMClient, owner: Owner) -> str:
                 raise
             # Never re-create blindly: the row may exist (written, or the id was taken).
             live = client.find_route(route.id, route.model_name)
-            if _matches(live, route):
+            if matches(live, route):
                 return f"created ({exc.status or 'no answer'} answered; read back: listed)"
             stored = live or client.find_stored(route.id)
             if stored is None:
@@ -243,7 +251,7 @@ def _create(route: Route, client: LiteLLMClient, owner: Owner) -> str:
             _check_holder(stored, route, live is not None, owner)
             if live is None and (not_served := _not_served(exc)) is not None:
                 raise not_served from None
-            if _matches(stored, route):
+            if matches(stored, route):
                 # Stored as wanted; this pod's router has not loaded it yet (another pod
                 # wrote it, say). The listing decides, and the group's deletes wait for it.
                 return f"stored ({exc.status or 'no answer'} answered); waiting for the router"
@@ -283,7 +291,7 @@ def _update(change: Update, client: LiteLLMClient) -> str:
             if exc.kind is not ErrorKind.MAYBE_COMMITTED:
                 raise
             live = client.find_route(route.id, route.model_name)
-            if _matches(live, route):
+            if matches(live, route):
                 return f"updated ({exc.status or 'no answer'} answered; read back: listed)"
             if live is None and (not_served := _not_served(exc)) is not None:
                 raise not_served from None
@@ -331,7 +339,7 @@ def _delete(change: Delete, client: LiteLLMClient) -> str:
     raise _Ambiguous(f"ambiguous after {WRITE_ATTEMPTS} attempts; left to read-back")
 
 
-def _settle(outcome: Outcome, w: _Written, reader: _ReadBack, client: LiteLLMClient) -> Outcome:
+def _settle(outcome: Outcome, w: Written, reader: ReadBack, client: LiteLLMClient) -> Outcome:
     """An update LiteLLM stored but its router did not load is failed, its previous values
     written back where they can be: one every pod still lists with its previous values after
     the deadline (1.108, 1.110: the routers keep them), or one LiteLLM answered it stored and
@@ -354,76 +362,3 @@ def _settle(outcome: Outcome, w: _Written, reader: _ReadBack, client: LiteLLMCli
         undo(change, why, client, w.not_served or w.state == "written"),
         outcome.lagging,
     )
-
-
-def _shows(change: Change, by_id: dict[str, Route]) -> bool:
-    if isinstance(change, Delete):
-        return change.id not in by_id
-    return _matches(by_id.get(change.id), change.route)
-
-
-class _ReadBack:
-    """Reads every pod until each written change shows in its router's listing, or the
-    deadline of one wait passes. A pod that showed a change keeps it: pods only move forward to
-    the database state."""
-
-    def __init__(
-        self,
-        client: LiteLLMClient,
-        timeout: float,
-        poll: float,
-        sleep: Callable[[float], None],
-        progress: Progress,
-    ) -> None:
-        self.client, self.timeout, self.poll, self.sleep = client, timeout, poll, sleep
-        self.progress = progress
-        self.seen: dict[tuple[str, str, str], bool] = {}
-        self.errors: dict[str, str] = {}
-        self.last: dict[str, dict[str, Route]] = {}  # each pod's latest listing, by id
-
-    def _key(self, w: _Written, url: str) -> tuple[str, str, str]:
-        return (w.change.id, w.change.action, url)
-
-    def lagging(self, w: _Written) -> tuple[str, ...]:
-        return tuple(u for u in self.client.urls if not self.seen.get(self._key(w, u), False))
-
-    def wait(self, pending: Iterable[_Written]) -> None:
-        pending = [w for w in pending if self.lagging(w)]
-        total, began = len(pending), time.monotonic()
-        deadline = began + self.timeout
-        while pending:
-            for url in self.client.urls:
-                try:
-                    by_id = {r.id: r for r in self.client.list_routes(url)}
-                except ProxyError as exc:
-                    self.errors[url] = str(exc)
-                    continue
-                self.errors.pop(url, None)
-                self.last[url] = by_id
-                for w in pending:
-                    key = self._key(w, url)
-                    self.seen[key] = self.seen.get(key, False) or _shows(w.change, by_id)
-            pending = [w for w in pending if self.lagging(w)]
-            elapsed = time.monotonic() - began
-            self.progress.waiting(total - len(pending), total, elapsed, self.timeout)
-            if not pending or time.monotonic() >= deadline:
-                return
-            self.sleep(self.poll)
-
-    def outcomes(self, written: Iterable[_Written]) -> list[Outcome]:
-        outcomes = []
-        for w in written:
-            if not w.ok:
-                outcomes.append(
-                    Outcome(w.change, "failed" if w.state == "failed" else "skipped", w.detail)
-                )
-                continue
-            lagging = self.lagging(w)
-            if not lagging:
-                outcomes.append(Outcome(w.change, "done", w.detail))
-            else:
-                why = "; ".join(f"{u}: {self.errors[u]}" for u in lagging if u in self.errors)
-                detail = f"{w.detail}; not listed by {', '.join(lagging)} within {self.timeout:g}s"
-                detail += f" ({why})" if why else ""
-                outcomes.append(Outcome(w.change, "unconfirmed", detail, lagging))
-        return outcomes

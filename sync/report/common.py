@@ -30,11 +30,13 @@ def no_changes(fleet: str | None = None) -> str:
 
 
 def outcome_counts(result: Result) -> str:
-    """'2 done, 0 failed, 0 unconfirmed, 0 skipped[, 1 withheld]': the count line of a result."""
+    """'2 done, 0 failed, 0 unconfirmed, 0 skipped[, 3 not started][, 1 withheld]': the count
+    line of a result."""
     counts = ", ".join(
         f"{result.count(s)} {s}" for s in ("done", "failed", "unconfirmed", "skipped")
     )
-    withheld = result.plan.withheld
+    withheld, unstarted = result.plan.withheld, result.count("not started")
+    counts += f", {unstarted} not started" if unstarted else ""  # only an interrupted apply's
     return counts + (f", {len(withheld)} withheld" if withheld else "")
 
 

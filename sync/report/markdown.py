@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from sync.core.health import Verified
     from sync.core.result import Result
 
-STATUS_ICON = {"done": "✅", "failed": "❌", "unconfirmed": "⚠️", "skipped": "⏭️"}
+STATUS_ICON = {"done": "✅", "failed": "❌", "unconfirmed": "⚠️", "skipped": "⏭️", "not started": "⏹️"}
 WITHHELD_ICON = "⏸️"
 
 

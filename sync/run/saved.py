@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sync.commands.common import EXIT_REFUSED, fail
+from sync.run.console import EXIT_OK, EXIT_REFUSED, fail
+from sync.run.outcome import Outcome, attempt
 from sync.secrets.display import printable
 from sync.untrusted.json_parser import parse_json
 
 if TYPE_CHECKING:
     from sync.core.plan import Plan
+    from sync.run.reading import TargetPlan
 
 # A saved plan creating 10,000 routes is ~8 MB of JSON; one past this is not a plan.
 SAVED_PLAN_MAX_BYTES = 64 * 2**20
@@ -127,3 +131,37 @@ def check_saved_target(saved: SavedTargets, name: str, live_plan: Plan) -> None:
             f"the live plan is now {live_plan.hash}; run plan again and review it",
             EXIT_REFUSED,
         )
+
+
+# A saved plan as apply --plan reviews it: the one plan of a fleet without targets, or every
+# target's.
+Reviewed = SavedPlan | SavedTargets
+
+
+def read_reviewed(path: Path, targets: bool) -> Reviewed:
+    return read_saved_targets(path) if targets else read_saved(path)
+
+
+def check_reviewed(reviewed: Reviewed, name: str | None, live_plan: Plan) -> None:
+    if isinstance(reviewed, SavedPlan):
+        check_saved(reviewed, live_plan)
+    else:
+        check_saved_target(reviewed, name or "", live_plan)
+
+
+def refuse_stale(reviewed: Reviewed, outcomes: Sequence[Outcome[TargetPlan]]) -> None:
+    """apply --plan: every target read must still plan what was reviewed, else nothing is
+    written anywhere (exit 3, each stale or missing target named)."""
+    if isinstance(reviewed, SavedPlan):
+        for outcome in outcomes:
+            if outcome.value is not None:
+                check_saved(reviewed, outcome.value.plan)
+        return
+    checks = [
+        attempt(o.target, partial(check_saved_target, reviewed, o.target, o.value.plan))
+        for o in outcomes
+        if o.value is not None and o.target is not None
+    ]
+    if refused := [c for c in checks if c.code != EXIT_OK]:
+        fail(f"{reviewed.path}: {len(refused)} target(s) moved since the plan was saved; "
+             "nothing was applied to any target", EXIT_REFUSED)  # fmt: skip

@@ -1,14 +1,13 @@
-"""fleet.yaml's `targets:` on the command line: `--target NAME`, each target's proxy and key
-resolved from its `os.environ/NAME` references, and targets worked on concurrently.
+"""Where each target of a run is read and written: its pod URLs and key, resolved from its
+`os.environ/NAME` references, or, for a fleet without `targets:`, from the proxy options and
+LITELLM_PROXY_* (README "Commands").
 
-Read at start-up by the commands that take --target, `--help` included: nothing heavy here.
-
-Proxy and key with targets (README "Commands"): every target's proxy URL(s) and keys come from
-its own entry. `--proxy-url` and `--api-key` given on the command line are refused unless
-exactly one `--target` is selected, where they override that target's (the write and the read
-key alike). LITELLM_PROXY_URL(S), LITELLM_PROXY_API_KEY and LITELLM_PROXY_READ_API_KEY in the
-environment are not used (unless a target references one by name): a variable meant for one
-proxy never sends another target's plan there.
+Proxy and key with targets: every target's proxy URL(s) and keys come from its own entry.
+`--proxy-url` and `--api-key` given on the command line are refused unless exactly one
+`--target` is selected, where they override that target's (the write and the read key alike).
+LITELLM_PROXY_URL(S), LITELLM_PROXY_API_KEY and LITELLM_PROXY_READ_API_KEY in the environment
+are not used (unless a target references one by name): a variable meant for one proxy never
+sends another target's plan there.
 
 Whose proxy_url and keys: in a pull request's run those of fleet.yaml at the trusted ref
 (sync/core/keytrust.py TrustedRef.pin), so a pull request never chooses where a key goes nor
@@ -19,45 +18,31 @@ the other's routes."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING
 
-import click
-
-from sync.commands.common import CURRENT_TARGET, Exit, fail, target_prefix
 from sync.errors import FleetSyncError
+from sync.run.console import err, fail, tell
+from sync.run.outcome import Outcome, attempt
 from sync.secrets import display, scrub
 from sync.secrets.credentials import strip_userinfo
 
 if TYPE_CHECKING:
     from sync.core.keytrust import TrustedRef
-    from sync.fleet.model import Fleet
     from sync.fleet.targets import Target
+    from sync.live.client import LiteLLMClient
     from sync.live.resolve import Resolver
 
 REFERENCE = "os.environ/"
-MAX_READERS = 4  # targets read at once: each read is a handful of requests per pod
 ENVIRONMENT_PROXY = (
     "LITELLM_PROXY_URL",
     "LITELLM_PROXY_URLS",
     "LITELLM_PROXY_API_KEY",
     "LITELLM_PROXY_READ_API_KEY",
 )
-
-
-def target_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--target",
-        "target_names",
-        multiple=True,
-        metavar="NAME",
-        help="With targets: in fleet.yaml, work on this target only (repeatable; default: every "
-        "target, in promotion order). Its proxy and key come from its entry in fleet.yaml.",
-    )(f)
 
 
 class TargetUnresolved(FleetSyncError):
@@ -75,56 +60,105 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
-class Overrides:
-    """--proxy-url / --api-key given on the command line (allowed with one --target only)."""
+class ProxyOptions:
+    """A command's proxy options: --proxy-url (repeatable), the key its options read and where
+    from (--api-key or the variable), and whether --api-key was given on the command line."""
 
     urls: tuple[str, ...] = ()
     key: str | None = None
+    key_name: str = "LITELLM_PROXY_API_KEY"
+    key_given: bool = False
+
+    @property
+    def override_key(self) -> str | None:
+        """The key that overrides one target's: --api-key given on the command line only."""
+        return self.key if self.key_given else None
 
 
-def select(fleet: Fleet, names: Sequence[str]) -> tuple[Target, ...]:
-    """The targets a run works on, in promotion order: those named (each once), else every
-    one. An unknown name stops the command (exit 1) listing the declared ones."""
-    from sync.fleet.targets import what_target_means
+NO_OVERRIDE = ProxyOptions()
 
-    declared = [t.name for t in fleet.targets]
-    if not fleet.targets:
-        if names:
-            fail(
-                f"--target {display.printable(names[0][:64])}: {fleet.file} declares no "
-                "targets: (the proxy comes from LITELLM_PROXY_URL or --proxy-url); "
-                f"{what_target_means(fleet, names)}"
-            )
-        return ()
-    unknown = [n for n in dict.fromkeys(names) if n not in declared]
-    if unknown:
+
+def check_key(value: str, where: str) -> None:
+    from sync.secrets.credentials import unsendable
+
+    if why := unsendable(value):
         fail(
-            f"unknown target(s) {', '.join(display.printable(n[:64]) for n in unknown)}; "
-            f"{fleet.file} declares: {', '.join(declared)}; {what_target_means(fleet, unknown)}"
+            f"{where} cannot be sent to the proxy: {why}; set it to the key exactly as LiteLLM "
+            "issued it (sk-...), nothing around it"
         )
-    wanted = set(names) or set(declared)
-    return tuple(t for t in fleet.targets if t.name in wanted)
 
 
-def overrides(
-    fleet: Fleet, names: Sequence[str], proxy_urls: Sequence[str], api_key: str | None
-) -> Overrides:
+def connect(endpoint: Endpoint, timeout: float, spread_writes: bool = True) -> LiteLLMClient:
+    """A client of the endpoint's proxy; a key or URL that cannot be sent stops (exit 1)."""
+    from sync.live.access import changed_by
+    from sync.live.client import LiteLLMClient
+    from sync.live.proxyurl import proxy_url_problem
+
+    scrub.remember(endpoint.key)
+    check_key(endpoint.key, endpoint.key_name)
+    for url in endpoint.urls:
+        if problem := proxy_url_problem(url, endpoint.url_name):
+            fail(problem)
+    return LiteLLMClient(
+        endpoint.urls,
+        endpoint.key,
+        timeout=timeout,
+        changed_by_header=changed_by(os.environ),
+        spread_writes=spread_writes,
+        key_name=endpoint.key_name,
+    )
+
+
+def check_can_write(client: LiteLLMClient) -> None:
+    """Stop before the first write when the key's role cannot write: nothing is half-done."""
+    from sync.live.access import write_refusal
+
+    if refusal := write_refusal(client.key_role(), client.key_name):
+        fail(refusal)
+
+
+def implicit_endpoint(options: ProxyOptions) -> Endpoint:
+    """The proxy of a fleet without targets: --proxy-url, else LITELLM_PROXY_URLS, else
+    LITELLM_PROXY_URL; the key the command's options read."""
+    urls, url_name = tuple(u for u in options.urls if u), "--proxy-url"
+    if not urls:
+        urls, url_name = _environment_urls()
+    if not options.key:
+        fail(
+            "no admin key given: set LITELLM_PROXY_API_KEY (plan and drift also take "
+            "LITELLM_PROXY_READ_API_KEY) or pass --api-key"
+        )
+    return Endpoint(urls, options.key, options.key_name, url_name)
+
+
+def _environment_urls() -> tuple[tuple[str, ...], str]:
+    """The pod URLs of LITELLM_PROXY_URLS, else LITELLM_PROXY_URL; a variable that is set but
+    holds no URL stops the command naming that variable (the one read)."""
+    for name in ("LITELLM_PROXY_URLS", "LITELLM_PROXY_URL"):
+        value = os.environ.get(name)
+        if value is None or value == "":
+            continue
+        urls = tuple(u.strip() for u in value.split(",") if u.strip())
+        if not urls:
+            fail(f"{name} is set but holds no URL; set it to the proxy's URL or pass --proxy-url")
+        return urls, name
+    fail("no proxy given: set LITELLM_PROXY_URL (or LITELLM_PROXY_URLS) or pass --proxy-url")
+
+
+def check_overrides(names: Sequence[str], options: ProxyOptions) -> ProxyOptions:
     """--proxy-url / --api-key with targets: refused unless exactly one --target names the
-    target they stand for (`api_key` counts only when given on the command line)."""
-    ctx = click.get_current_context()
-    key_given = ctx.get_parameter_source("api_key") is click.core.ParameterSource.COMMANDLINE
-    cli_key = api_key if key_given else None
-    if not fleet.targets or not (proxy_urls or cli_key):
-        return Overrides()
+    target they stand for; what overrides that target's entry (nothing: ProxyOptions())."""
+    if not (options.urls or options.override_key):
+        return ProxyOptions()
     if len(set(names)) != 1:
         flags = " and ".join(
-            f for f, v in (("--proxy-url", proxy_urls), ("--api-key", cli_key)) if v
+            f for f, v in (("--proxy-url", options.urls), ("--api-key", options.override_key)) if v
         )
         fail(
             f"{flags}: fleet.yaml declares targets:, each with its own proxy and key; "
             "they override one target only: select it with exactly one --target"
         )
-    return Overrides(tuple(u for u in proxy_urls if u), cli_key)
+    return ProxyOptions(tuple(u for u in options.urls if u), options.override_key, "--api-key")
 
 
 def unused_environment(targets: Sequence[Target], environ: Mapping[str, str]) -> list[str]:
@@ -138,8 +172,16 @@ def unused_environment(targets: Sequence[Target], environ: Mapping[str, str]) ->
     return [v for v in ENVIRONMENT_PROXY if environ.get(v) and v not in referenced]
 
 
+def note_unused_environment(targets: Sequence[Target]) -> None:
+    if unused := unused_environment(targets, os.environ):
+        err(
+            f"note: {', '.join(unused)} not used: fleet.yaml declares targets:, each target's "
+            "proxy and key come from its own entry"
+        )
+
+
 def resolve(
-    target: Target, environ: Mapping[str, str], write: bool, override: Overrides = Overrides()
+    target: Target, environ: Mapping[str, str], write: bool, override: ProxyOptions = NO_OVERRIDE
 ) -> Endpoint:
     """The target's pod URLs and key from the environment: a command that writes takes
     api_key, one that reads read_api_key when set, else api_key. A literal URL is used as
@@ -152,39 +194,39 @@ def resolve(
         named = ", ".join(w.removeprefix(REFERENCE) for w in _urls_as_written(target))
         url_name = f"target {target.name}'s proxy_url: {named}"
         urls = tuple(
-            url
+            url.strip()
             for written in _urls_as_written(target)
             for url in _value(written, environ, target.name, "proxy_url").split(",")
             if url.strip()
         )
-        urls = tuple(u.strip() for u in urls)
         if not urls:  # never the LITELLM_PROXY_URL(S) a run without targets would read
             raise TargetUnresolved(f"target {target.name}: proxy_url: {named} holds no URL")
     if override.key:
         key, key_name = override.key, "--api-key"
     else:
-        which, reference = _key_reference(target, write)
-        key = _value(reference, environ, target.name, which)
-        variable = reference.removeprefix(REFERENCE) if reference.startswith(REFERENCE) else ""
-        key_name = f"{variable} (target {target.name}'s {which})".lstrip()
-        from sync.secrets.credentials import unsendable
-
-        if why := unsendable(key):
-            raise TargetUnresolved(
-                f"target {target.name}: {which} ({reference}) cannot be sent to the proxy: "
-                f"{why}; set it to the key exactly as LiteLLM issued it"
-            )
+        key, key_name = _target_key(target, environ, write)
     scrub.remember(key)
     return Endpoint(urls, key, key_name, url_name)
 
 
+def _target_key(target: Target, environ: Mapping[str, str], write: bool) -> tuple[str, str]:
+    from sync.secrets.credentials import unsendable
+
+    which, reference = _key_reference(target, write)
+    key = _value(reference, environ, target.name, which)
+    variable = reference.removeprefix(REFERENCE) if reference.startswith(REFERENCE) else ""
+    if why := unsendable(key):
+        raise TargetUnresolved(
+            f"target {target.name}: {which} ({reference}) cannot be sent to the proxy: "
+            f"{why}; set it to the key exactly as LiteLLM issued it"
+        )
+    return key, f"{variable} (target {target.name}'s {which})".lstrip()
+
+
 def pinned(
-    target: Target,
-    ref: TrustedRef,
-    environ: Mapping[str, str],
-    write: bool,
-    override: Overrides = Overrides(),
-) -> Endpoint:
+    target: Target, ref: TrustedRef, environ: Mapping[str, str], write: bool,
+    override: ProxyOptions = NO_OVERRIDE,
+) -> Endpoint:  # fmt: skip
     """resolve() at the endpoint the run's trusted ref gives the target: a note on stderr when
     a pull request changed it; TargetUnresolved when the ref does not give one. A proxy and key
     both given on the command line come from no fleet.yaml: used as given."""
@@ -194,7 +236,7 @@ def pinned(
     if pin.target is None:
         raise TargetUnresolved(pin.refusal)
     if pin.note:
-        click.echo(f"{target_prefix()}note: {pin.note}", err=True)
+        tell(f"note: {pin.note}")
         # The base's variables are not in the pull request's fleet.yaml, whose references the
         # scrub already knows: masked alike.
         written = (*_urls_as_written(pin.target), pin.target.api_key, pin.target.read_api_key)
@@ -206,7 +248,7 @@ def endpoints(
     targets: Sequence[Target],
     ref: TrustedRef,
     write: bool,
-    override: Overrides,
+    override: ProxyOptions,
     resolver: Resolver | None = None,
 ) -> list[Outcome[Endpoint]]:
     """Every selected target's endpoint (one that cannot be resolved is exit 1 for it alone);
@@ -228,7 +270,7 @@ def _one_proxy_each(
     from sync.fleet.proxyaddress import one_proxy, place
     from sync.live.resolve import resolve_names, system_resolver
 
-    hosts: dict[str, list[str]] = {}
+    hosts: dict[str | None, list[str]] = {}
     for outcome in resolved:
         for url in outcome.value.urls if outcome.value is not None else ():
             with suppress(ValueError):  # connect() says what is wrong with such a URL
@@ -241,7 +283,7 @@ def _one_proxy_each(
             outcome = attempt(outcome.target, partial(_unresolved, outcome.target, lost[0],
                                                       names.unresolved[lost[0]]))  # fmt: skip
         checked.append(outcome)
-    urls = {o.target: o.value.urls for o in checked if o.value is not None}
+    urls = {o.target or "": o.value.urls for o in checked if o.value is not None}
     if shared := one_proxy(urls, names.addresses):
         named = "; ".join(
             f"targets {s.first} and {s.second} ({strip_userinfo(s.first_url)} and "
@@ -255,7 +297,7 @@ def _one_proxy_each(
     return checked
 
 
-def _unresolved(target: str, host: str, why: str) -> Endpoint:
+def _unresolved(target: str | None, host: str, why: str) -> Endpoint:
     raise TargetUnresolved(
         f"target {target}: proxy_url: the host {display.printable(host[:255])} does not resolve "
         f"({why}); nothing was sent to it"
@@ -285,67 +327,3 @@ def _value(written: str, environ: Mapping[str, str], target: str, key: str) -> s
         state = "empty" if name in environ else "not set"
         raise TargetUnresolved(f"target {target}: {key}: the variable {name} is {state}")
     return value
-
-
-@contextmanager
-def in_target(name: str) -> Iterator[None]:
-    """Lines written to stderr start with [name] while the work is for that target."""
-    token = CURRENT_TARGET.set(name)
-    try:
-        yield
-    finally:
-        CURRENT_TARGET.reset(token)
-
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Outcome(Generic[T]):
-    """One target's work: its value, or the exit code and message of what stopped it."""
-
-    target: str
-    value: T | None
-    code: int = 0
-    error: str | None = None
-
-
-def attempt(name: str, work: Callable[[], T]) -> Outcome[T]:
-    """Run one target's work, its lines marked with its name; an error stops this target only
-    (its line is on stderr, its code and message in the outcome)."""
-    with in_target(name):
-        try:
-            return Outcome(name, work())
-        except Exit as exc:
-            return Outcome(name, None, exc.code, exc.message or "stopped")
-        except FleetSyncError as exc:
-            message = display.text(str(exc))
-            click.echo(f"{target_prefix()}error: {message}", err=True)
-            return Outcome(name, None, exc.exit_code, message)
-
-
-def each(targets: Sequence[Target], work: Callable[[Target], T]) -> list[Outcome[T]]:
-    """`work` for every target, at most MAX_READERS at once; outcomes in the targets' order
-    whatever order they finish in."""
-    if len(targets) <= 1:
-        return [attempt(t.name, partial(work, t)) for t in targets]
-    with ThreadPoolExecutor(max_workers=min(len(targets), MAX_READERS)) as pool:
-        futures = [pool.submit(attempt, t.name, partial(work, t)) for t in targets]
-        return [f.result() for f in futures]
-
-
-def note_unused_environment(targets: Sequence[Target]) -> None:
-    unused = unused_environment(targets, os.environ)
-    if unused:
-        click.echo(
-            f"note: {', '.join(unused)} not used: fleet.yaml declares targets:, each target's "
-            "proxy and key come from its own entry",
-            err=True,
-        )
-
-
-def header(fmt: str, name: str) -> str:
-    """The line that opens a target's section of text or markdown output."""
-    if fmt == "markdown":
-        return f"## Target `{name}`\n\n"
-    return f"=== target {name} ===\n"

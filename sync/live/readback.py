@@ -1,0 +1,119 @@
+"""Reading back an apply: every pod's listing until each written change shows in its router, or
+the deadline of one wait passes (sooner once the apply is interrupted)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from sync.core.changes import Change, Delete
+from sync.core.compare import diff
+from sync.core.render import Route
+from sync.core.result import Outcome, Status
+from sync.live.client import LiteLLMClient, ProxyError
+from sync.live.interrupt import Interrupt
+from sync.live.progress import Progress
+
+
+@dataclass(frozen=True)
+class Written:
+    change: Change
+    # written: answered as done; ambiguous: the answers left it open. Both are read back.
+    state: Literal["written", "ambiguous", "failed", "skipped", "not started"]
+    detail: str
+    not_served: bool = False  # LiteLLM answered it stored the write and its router dropped it
+
+    @property
+    def ok(self) -> bool:
+        return self.state in ("written", "ambiguous")
+
+    @property
+    def unread_status(self) -> Status:
+        """Its status before (or without) read-back."""
+        if self.state in ("written", "ambiguous"):
+            return "unconfirmed"
+        return (
+            "not started"
+            if self.state == "not started"
+            else "failed"
+            if self.state == "failed"
+            else "skipped"
+        )
+
+
+def matches(live: Route | None, desired: Route) -> bool:
+    return live is not None and not diff(live, desired)
+
+
+def shows(change: Change, by_id: dict[str, Route]) -> bool:
+    if isinstance(change, Delete):
+        return change.id not in by_id
+    return matches(by_id.get(change.id), change.route)
+
+
+class ReadBack:
+    """Reads every pod until each written change shows in its router's listing, or the
+    deadline of one wait passes. A pod that showed a change keeps it: pods only move forward to
+    the database state."""
+
+    def __init__(
+        self,
+        client: LiteLLMClient,
+        timeout: float,
+        poll: float,
+        sleep: Callable[[float], None],
+        progress: Progress,
+        interrupt: Interrupt,
+    ) -> None:
+        self.client, self.timeout, self.poll, self.sleep = client, timeout, poll, sleep
+        self.progress, self.interrupt = progress, interrupt
+        self.seen: dict[tuple[str, str, str], bool] = {}
+        self.errors: dict[str, str] = {}
+        self.last: dict[str, dict[str, Route]] = {}  # each pod's latest listing, by id
+
+    def _key(self, w: Written, url: str) -> tuple[str, str, str]:
+        return (w.change.id, w.change.action, url)
+
+    def lagging(self, w: Written) -> tuple[str, ...]:
+        return tuple(u for u in self.client.urls if not self.seen.get(self._key(w, u), False))
+
+    def wait(self, pending: Iterable[Written]) -> None:
+        pending = [w for w in pending if self.lagging(w)]
+        total, began = len(pending), time.monotonic()
+        deadline = began + self.timeout
+        while pending:
+            for url in self.client.urls:
+                try:
+                    by_id = {r.id: r for r in self.client.list_routes(url)}
+                except ProxyError as exc:
+                    self.errors[url] = str(exc)
+                    continue
+                self.errors.pop(url, None)
+                self.last[url] = by_id
+                for w in pending:
+                    key = self._key(w, url)
+                    self.seen[key] = self.seen.get(key, False) or shows(w.change, by_id)
+            pending = [w for w in pending if self.lagging(w)]
+            elapsed = time.monotonic() - began
+            self.progress.waiting(total - len(pending), total, elapsed, self.timeout)
+            if not pending or time.monotonic() >= self.interrupt.deadline(deadline):
+                return
+            self.sleep(self.poll)
+
+    def outcomes(self, written: Iterable[Written]) -> list[Outcome]:
+        outcomes = []
+        for w in written:
+            if not w.ok:
+                outcomes.append(Outcome(w.change, w.unread_status, w.detail))
+                continue
+            lagging = self.lagging(w)
+            if not lagging:
+                outcomes.append(Outcome(w.change, "done", w.detail))
+            else:
+                why = "; ".join(f"{u}: {self.errors[u]}" for u in lagging if u in self.errors)
+                detail = f"{w.detail}; not listed by {', '.join(lagging)} within {self.timeout:g}s"
+                detail += f" ({why})" if why else ""
+                outcomes.append(Outcome(w.change, "unconfirmed", detail, lagging))
+        return outcomes
