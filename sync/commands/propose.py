@@ -11,7 +11,6 @@ import click
 from sync.commands.common import head_ref, proxy_options
 from sync.commands.options import fleet_option, health_options, read_proxy_options
 from sync.run.console import fail
-from sync.secrets import display
 
 
 @click.command()
@@ -63,44 +62,21 @@ def propose(
     targets: in fleet.yaml, every target the host goes to is planned on its own proxy (its
     read key), one plan comment each.
     """
-    from sync.github.actions import GitHubError
-    from sync.gitops import host_moved
-    from sync.gitops.gitref import GitRefError
     from sync.run.endpoint import check_overrides
-    from sync.run.propose import sections
+    from sync.run.propose import run_propose
     from sync.run.reading import Clients, Health, Reading, read_fleet, with_source
 
     if not base:
         fail("no base branch: pass --base BRANCH (GitHub Actions sets GITHUB_REF_NAME)")
     fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
-    hosts = {h.name: h for m in fleet.models if m.name == model for h in m.hosts}
-    if host not in hosts:
-        fail(f"{fleet_file}: no host {host!r} in model {model!r}; run set-host first")
     # With targets, --proxy-url / --api-key are refused here, before GitHub is asked.
     proxy = proxy_options(proxy_urls, api_key)
     if fleet.targets:
         proxy = check_overrides((), proxy)
-    try:
-        with host_moved.client(os.environ) as github, Clients(timeout) as clients:
-            proposal = host_moved.propose(
-                github, fleet_file, model, host, hosts[host].api_base, base
-            )
-            if proposal.number is None:
-                click.echo(f"nothing to propose: {base} already says this; no open pull request")
-                return
-            click.echo(f"pull request #{proposal.number} {proposal.action}: {proposal.url}")
-            if proposal.action == "closed":
-                return
-            # An automatic merge needs proof the new address serves: it always probes.
-            health = Health(probe or automerge, require_healthy, probe_timeout)
-            reading = Reading(
-                fleet, fleet_file, False, proxy, clients, False, health, head_ref(fleet_file)
-            )
-            merge = (base, apply_workflow) if automerge else None
-            for line in host_moved.comment_and_maybe_merge(
-                github, proposal, model, host, fleet_file, sections(reading, model, host),
-                os.environ, merge,
-            ):  # fmt: skip
-                click.echo(display.text(line))  # may quote a probed upstream's answer
-    except (GitHubError, GitRefError) as exc:
-        fail(f"GitHub: {exc}" if isinstance(exc, GitHubError) else str(exc))
+    # An automatic merge needs proof the new address serves: it always probes.
+    health = Health(probe or automerge, require_healthy, probe_timeout)
+    with Clients(timeout) as clients:
+        reading = Reading(
+            fleet, fleet_file, False, proxy, clients, False, health, head_ref(fleet_file)
+        )
+        run_propose(reading, model, host, base, apply_workflow if automerge else None)

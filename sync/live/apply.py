@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from sync.core.ownership import Owner
@@ -173,13 +173,17 @@ def _collect(
 ) -> tuple[list[Written], ProxyError | None]:
     """Each write's result in order, woken by the interrupt: from then on the writes in flight
     get IN_FLIGHT seconds to answer, and one that has not is left to read-back (it may land)."""
-    while not interrupt.requested and not all(f.done() for f in futures):
-        wait([f for f in futures if not f.done()], timeout=WAKE, return_when=FIRST_COMPLETED)
+    pending = set(futures)
+    while pending and not interrupt.requested:
+        pending = wait(pending, timeout=WAKE).not_done
     if interrupt.requested:
         wait(futures, timeout=max(0.0, interrupt.deadline(math.inf, IN_FLIGHT) - time.monotonic()))
     results: list[Written] = []
     fatal: ProxyError | None = None
     for change, future in zip(todo, futures, strict=True):
+        if future.cancel():  # still queued behind a write in flight: it never began
+            results.append(Written(change, "not started", NOT_STARTED))
+            continue
         if not future.done():
             results.append(Written(change, "ambiguous", IN_FLIGHT_AT_STOP))
             continue
