@@ -13,6 +13,7 @@ import pytest
 
 from sync.core import references as refs
 from sync.core.plan import Plan
+from sync.core.reference_match import collect, find
 from sync.core.references import Fallback, Holder, Holdings, RouterSettings
 from sync.core.safety import refusals
 from sync.live import references as live
@@ -127,7 +128,7 @@ TEAM = Holder(
 
 
 def found(holdings: Holdings, listed: tuple[str, ...] = ()) -> dict[tuple[str, str], bool]:
-    return {(r.kind, r.holder): r.refuses for r in refs.find(["old"], holdings, listed)}
+    return {(r.kind, r.holder): r.refuses for r in find(["old"], holdings, listed)}
 
 
 def test_every_kind_of_reference_is_found_with_what_it_does() -> None:
@@ -153,20 +154,20 @@ def test_every_kind_of_reference_is_found_with_what_it_does() -> None:
         ("access group", "access group both"): True,
         ("wildcard route", "group *"): False,
     }
-    by_holder = {r.holder: r for r in refs.find(["old"], holdings)}
+    by_holder = {r.holder: r for r in find(["old"], holdings)}
     assert by_holder["group m"].lives == refs.DATABASE
     assert by_holder["alias gpt-4"].lives == refs.CONFIG_FILE
     assert by_holder["routing group pool"].lives == refs.UNSAID
     assert "tries spare instead" in by_holder["group m"].effect
     assert "the client sees its error" in by_holder["the default (*)"].effect
-    [models] = [r for r in refs.find(["old"], holdings) if r.kind == "key models"]
+    [models] = [r for r in find(["old"], holdings) if r.kind == "key models"]
     assert models.effect.endswith("it is the only model listed, so the key can call nothing")
     assert "fails closed" in by_holder["access group only-old"].effect
     assert "fails closed" not in by_holder["access group both"].effect
 
 
 def with_refs(plan: Plan, holdings: Holdings) -> Plan:
-    return replace(plan, references=refs.collect(plan, holdings))
+    return replace(plan, references=collect(plan, holdings))
 
 
 def test_a_reference_that_changes_requests_refuses_and_names_its_holder() -> None:
@@ -356,3 +357,43 @@ def test_an_endpoint_a_release_lacks_is_not_checkable_not_unread() -> None:
     assert plan.references is not None and plan.references.unread == ()
     assert plan.references.unchecked[0].startswith("router fallbacks, aliases and routing groups")
     assert not refusals(plan, 100) or all("reference(s)" in r for r in refusals(plan, 100))
+
+
+def test_strategy_routers_and_model_access_groups_come_from_the_listing() -> None:
+    old = tagged("old", "h", "o1")
+    old["model_info"]["access_groups"] = ["solo", "shared", "unused"]
+    other = {
+        "model_name": "other",
+        "litellm_params": {"model": "hosted_vllm/org/other", "api_base": B},
+        "model_info": {"id": "x1", "access_groups": ["shared"]},
+    }
+    smart = {
+        "model_name": "smart",
+        "litellm_params": {"model": "auto_router/smart", "auto_router_default_model": "old"},
+        "model_info": {"id": "x2"},
+    }
+    plan = plan_of({"m": ["h"]}, [{"rendered": "m/h"}, old, other, smart])
+    assert refs.vanishing(plan) == ("old",)
+    users = Holder("key", "k", models=("solo",))
+    plan = with_refs(plan, Holdings(holders=(users,)))
+    assert plan.references is not None
+    got = {(r.kind, r.holder): (r.refuses, r.effect) for r in plan.references.found}
+    assert got == {
+        ("strategy router model", "group smart"): (
+            True,
+            "its auto_router_default_model is old: what it sends there fails",
+        ),
+        ("model access group", "access group solo"): (
+            True,
+            "model access group solo loses its last model group: key k given it fail closed",
+        ),
+        ("model access group", "access group shared"): (
+            False,
+            "model access group shared no longer includes old",
+        ),
+        ("model access group", "access group unused"): (
+            False,
+            "model access group unused is left empty (no key or team lists it)",
+        ),
+    }
+    assert len([r for r in refusals(plan, 100) if "reference(s)" in r]) == 1

@@ -112,6 +112,9 @@ class Plan:
     # read by sync/live/references.py): hashed, so `apply --plan` refuses a plan whose
     # references changed since review. None: the plan leaves no group empty, or was not read.
     references: References | None = None
+    # What listed routes name (sync/core/reference_match.py route_links): (field, holder,
+    # group) of auto-routers' models and model access groups. Read only for the references.
+    links: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def empty(self) -> bool:

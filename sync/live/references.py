@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from sync.core.plan import Plan
+from sync.core.reference_match import collect
 from sync.core.references import (
     CONFIG_FILE,
     DATABASE,
@@ -32,7 +33,6 @@ from sync.core.references import (
     Holder,
     Holdings,
     RouterSettings,
-    collect,
     vanishing,
 )
 from sync.live.client import LiteLLMClient
@@ -49,8 +49,8 @@ NAME = 64  # characters of a proxy's name a plan shows
 NOT_CHECKABLE = (
     "litellm_settings.model_alias_map and litellm_settings.default_fallbacks (the config "
     "file's; LiteLLM has no read API for them)",
-    "auto-routers' default models and model access groups set on other routes "
-    "(model_info.access_groups): not checked yet",
+    "models named inside a strategy router's config (auto_router_config, tiers, pools): not "
+    "read; its default and embedding models are",
 )
 SOURCES = {"config": CONFIG_FILE, "db": DATABASE}
 
