@@ -397,3 +397,15 @@ def test_strategy_routers_and_model_access_groups_come_from_the_listing() -> Non
         ),
     }
     assert len([r for r in refusals(plan, 100) if "reference(s)" in r]) == 1
+
+
+def test_a_hostile_alias_is_shown_escaped_and_bounded() -> None:
+    alias = "evil\x1b[2J\nREFUSED: nothing" + "x" * 500
+    plan = live.with_references(
+        cast(LiteLLMClient, Answers([key(alias, models=["old"])], [])), removing_old()
+    )
+    text = plan_text(plan, refusals=refusals(plan, 100))
+    assert "\x1b" not in text and "\nREFUSED: nothing" not in text
+    assert plan.references is not None
+    [holder] = [r.holder for r in plan.references.found if r.kind == "key models"]
+    assert len(holder) <= len("key ") + live.NAME
