@@ -18,6 +18,7 @@ from sync.core.changes import Update as Update
 from sync.core.changes import Withheld as Withheld
 from sync.core.compare import prune_before, shown, update_before
 from sync.core.health import HostHealth
+from sync.core.references import References
 from sync.core.render import Route, canonical_json
 from sync.fleet.proxyaddress import place_key
 
@@ -107,6 +108,13 @@ class Plan:
     # What the plan was made for (target, endpoint, rails): hashed and shown as `binds`; None
     # for a plan made from data alone (its hash covers the changes only).
     binding: Binding | None = None
+    # What still names the model groups the plan leaves without routes (sync/core/references.py,
+    # read by sync/live/references.py): hashed, so `apply --plan` refuses a plan whose
+    # references changed since review. None: the plan leaves no group empty, or was not read.
+    references: References | None = None
+    # What listed routes name (sync/core/reference_match.py route_links): (field, holder,
+    # group) of auto-routers' models and model access groups. Read only for the references.
+    links: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def empty(self) -> bool:
@@ -140,6 +148,8 @@ class Plan:
             content["conflicts"] = [c.as_dict() for c in self.conflicts]
         if self.binding is not None:
             content["binds"] = self.binding.as_dict()
+        if self.references is not None:
+            content["references"] = self.references.as_dict()
         body = canonical_json(content)
         return "sha256:" + hashlib.sha256(body.encode()).hexdigest()
 
@@ -166,6 +176,7 @@ class Plan:
             ],
             "health": None if self.health is None else [h.as_dict() for h in self.health],
             **({"notes": list(self.notes)} if self.notes else {}),
+            **({"references": self.references.as_dict()} if self.references is not None else {}),
         }
 
     def _with_health(self, change: Change, body: dict[str, Any]) -> dict[str, Any]:

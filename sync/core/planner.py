@@ -14,6 +14,7 @@ from sync.core.compare import diff, removed_keys
 from sync.core.identity import Extra, HostRoutes, address, created, match_hosts
 from sync.core.ownership import claim
 from sync.core.plan import Plan
+from sync.core.reference_match import route_links
 from sync.core.render import (
     PAUSED,
     Route,
@@ -233,6 +234,7 @@ def _assemble(
         litellm_version=litellm_version,
         serving=tuple(work.serving),
         notes=tuple(notes),
+        links=route_links(live),
     )
 
 

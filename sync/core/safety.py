@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sync.core import references
 from sync.core.plan import Conflict, Create, Delete, Plan
 from sync.fleet.model import normalise_address
 from sync.litellm.redirects import REDIRECTS
@@ -38,6 +39,7 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
     reasons += _groups_left_empty(plan, prunes)
     reasons += unseen_keys(plan) + foreign_duplicates(plan) + foreign_prunes(plan)
     reasons += drains_without_pause(plan)
+    reasons += references.refusals(plan)
     reasons += [_conflict_refusal(c) for c in plan.conflicts]
     return tuple(reasons)
 

@@ -262,6 +262,11 @@ class LiteLLMClient:
             return "GET /public/providers did not answer a list of names"
         return frozenset(data)
 
+    def read_json(self, path: str, params: Mapping[str, str | int]) -> Any:
+        """One GET of an admin read (`path` a literal of the caller's) on the pod that takes
+        the writes, parsed by the bounded parser; ProxyError as every request."""
+        return self._send("GET", self.write_url, path, write=False, params=dict(params))
+
     def key_role(self) -> str | None:
         """The user role of the key in use (proxy_admin_viewer, ...), or None when the proxy does
         not say: the master key has no key row, and a proxy may refuse either lookup."""

@@ -30,6 +30,7 @@ from sync.report.health import (
     unhealthy_markdown,
     verify_markdown,
 )
+from sync.report.references import references_markdown
 from sync.secrets.display import cell, code, fence, text
 
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ def _frame(
     out += _untested(plan) + _notes(plan)
     out += [f"<sub>{line}</sub>\n" for line in [probe_summary(plan)] if line]
     out += _conflicts(plan)
+    out += references_markdown(plan)
     out += body
     out += unhealthy_markdown(plan)
     out += _ignored(plan)

@@ -29,6 +29,7 @@ from sync.report.health import (
     unhealthy_text,
     verify_text,
 )
+from sync.report.references import references_text
 from sync.secrets.display import text
 
 if TYPE_CHECKING:  # validate prints problems through here; it needs no proxy client
@@ -61,6 +62,7 @@ def plan_text(plan: Plan, colour: bool = False, refusals: Sequence[str] = ()) ->
             rows.append(("", f"    withheld: {w.reason}"))
     rows += [("", line) for line in unhealthy_text(plan)]
     rows += [(COLOUR["delete"], f"! conflict {conflict_line(c)}") for c in plan.conflicts]
+    rows += [("", line) for line in references_text(plan)]
     rows += _ignored(plan)
     rows += [("", f"REFUSED: {reason}") for reason in refusals]
     return "".join(
