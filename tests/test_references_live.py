@@ -4,8 +4,8 @@ the master key; a fleet.yaml that removes the group; the plan, read with only a
 proxy_admin_viewer key, names each of them and is refused without --force. A group nobody
 names, or one that keeps a route, reads nothing more and prunes as before.
 
-The run calls sync/live/references.py's with_references after the plan (sync/run/ wiring):
-here it is called on a plan made as sync/commands/common.py makes one."""
+The run (sync/run/reading.py plan_target) reads them after the plan: driven here without click,
+and through the real command for the exit codes."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from sync.commands.common import bound, current_plan, read_fleet
+from sync.core.keytrust import TrustedRef
 from sync.core.plan import Plan
 from sync.core.safety import refusals
 from sync.core.verdict import FORCE, decide
-from sync.live.client import LiteLLMClient
-from sync.live.references import with_references
 from sync.report.text import plan_text
+from sync.run.endpoint import Endpoint, ProxyOptions
+from sync.run.reading import Clients, Health, Reading, plan_target, read_fleet
 
 from .support.keys import read_only_key
 from .support.proxyharness import Proxy, fleet_sync, remove_fleet, write_fleet
@@ -47,11 +47,20 @@ def made(proxy: Proxy, fleet_name: str) -> Iterator[list[tuple[str, Any]]]:
 
 
 def plan_with_reader(proxy: Proxy, fleet_file: Path) -> Plan:
-    """The plan as `plan` makes it with only the read key, then the references read."""
+    """The plan as `plan` makes it (the run's plan_target) with only the read key."""
     fleet = read_fleet(fleet_file, at_proxy=True)
-    with LiteLLMClient(proxy.urls, read_only_key(proxy)) as client:
-        plan = bound(current_plan(fleet, client, fleet_file=None), fleet, proxy.urls)
-        return with_references(client, plan)
+    endpoint = Endpoint(proxy.urls, read_only_key(proxy), "LITELLM_PROXY_READ_API_KEY")
+    with Clients(20.0) as clients:
+        reading = Reading(
+            fleet, fleet_file, False, ProxyOptions(), clients, False, Health(), lambda: TrustedRef()
+        )
+        return plan_target(reading, None, endpoint).plan
+
+
+def read_env(proxy: Proxy) -> dict[str, str]:
+    """What the pull request's plan job holds: the read key only."""
+    env = {k: v for k, v in proxy.env().items() if k != "LITELLM_PROXY_API_KEY"}
+    return {**env, "LITELLM_PROXY_READ_API_KEY": read_only_key(proxy)}
 
 
 def test_a_key_a_team_and_a_fallback_naming_a_removed_group_refuse_the_plan(
@@ -95,6 +104,14 @@ def test_a_key_a_team_and_a_fallback_naming_a_removed_group_refuse_the_plan(
     shown = plan_text(plan, refusals=refusals(plan, 100))
     assert f"key {key_alias}" in shown and f"team {team_alias}" in shown
     assert token not in shown
+    # The command: plan with the read key names each and exits 3; apply refuses, --force prunes.
+    planned = fleet_sync(["plan", "-f", str(path)], read_env(proxy))
+    assert planned.code == 3, planned.err
+    assert f"key {key_alias}" in planned.out and f"team {team_alias}" in planned.out
+    assert f"group {keep}" in planned.out and token not in planned.out + planned.err
+    refused = fleet_sync(["apply", "-f", str(path)], proxy.env())
+    assert refused.code == 3 and "reference(s)" in refused.err, refused.err
+    assert proxy.ids(gone) != []
 
     # The plan's hash covers the references: one gone since review makes it another plan.
     with proxy.http() as http:
@@ -106,6 +123,9 @@ def test_a_key_a_team_and_a_fallback_naming_a_removed_group_refuse_the_plan(
         (r.kind, r.holder) for r in again.references.found
     }
     assert again.hash != plan.hash
+    forced = fleet_sync(["apply", "-f", str(path), "--force"], proxy.env())
+    assert forced.code == 0, forced.err
+    assert proxy.ids(gone) == []
 
 
 def test_a_group_nobody_names_or_that_keeps_a_route_prunes_as_before(
@@ -122,4 +142,6 @@ def test_a_group_nobody_names_or_that_keeps_a_route_prunes_as_before(
     assert [r for r in plan.references.found if r.group == gone and r.refuses] == []
     assert plan.references.unread == ()
     assert [r for r in refusals(plan, 100) if "reference" in r] == []
+    assert fleet_sync(["plan", "-f", str(path)], read_env(proxy)).code == 0
     assert fleet_sync(["apply", "-f", str(path)], proxy.env()).code == 0
+    assert proxy.ids(gone) == []

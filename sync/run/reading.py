@@ -209,11 +209,13 @@ def gate_plan(fleet: Fleet, plan: Plan, health: Health, trust: Callable[[], KeyT
 def plan_target(
     reading: Reading, name: str | None, endpoint: Endpoint, after: tuple[str, ...] = ()
 ) -> TargetPlan:
-    """One target's plan: its projected fleet against its own proxy's live state, bound to
-    what it was made for, and what apply would refuse in it (apply's own verdict)."""
+    """One target's plan: its projected fleet against its own proxy's live state, with what
+    still names a group it leaves without routes (sync/live/references.py), bound to what it
+    was made for, and what apply would refuse in it (apply's own verdict)."""
     from sync.core.plan import Binding
     from sync.core.verdict import decide
     from sync.fleet.targets import for_target
+    from sync.live.references import with_references
 
     fleet = reading.fleet if name is None else for_target(reading.fleet, name)
     client = reading.clients.of(endpoint)
@@ -222,6 +224,8 @@ def plan_target(
         fleet, live.plan(fleet, reading.take_over), reading.health,
         lambda: reading.ref().key_trust(name),
     )  # fmt: skip
+    # What still names a model group the (gated) plan leaves without routes: read only then.
+    plan = with_references(client, plan)
     binding = Binding.of(name, client.urls, fleet.max_prune_percent, after)
     plan = replace(plan, binding=binding)
     unsafe = decide(plan, fleet.max_prune_percent).refused
