@@ -107,6 +107,9 @@ def _param(param: click.Parameter, ctx: click.Context) -> str:
         extra.append("required")
     if param.multiple:
         extra.append("repeatable")
+    describe = getattr(param.type, "_describe_range", None)  # click's IntRange, FloatRange
+    if describe is not None:
+        extra.append(f"range {code(describe())}")
     default = _default(param)
     if default is not None:
         extra.append(f"default: {code(default)}")
