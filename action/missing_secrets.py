@@ -10,7 +10,7 @@ with (`read_api_key`, else `api_key`). A file this cannot read counts as one wit
 target it cannot find says nothing (the plan runs and fleet-sync reports the problem).
 
 This reads the pull request's files; the plan itself reads each target at the proxy_url and
-with the keys of fleet.yaml at the pull request's base (README "Keys follow trust"), so a
+with the keys of fleet.yaml at the pull request's base (docs: "Keys follow trust"), so a
 pull request that names other variables here at worst makes the plan run and stop on the
 base's variables (exit 1, "not set") instead of being skipped. A variable GitHub Actions sets
 itself (GITHUB_TOKEN, GITHUB_*, ...) counts as missing: it is never a proxy secret (validate

@@ -34,7 +34,7 @@ def fleet_text(routes: int, fleet: str = FLEET, per_model: int = HOSTS_PER_MODEL
     """A fleet.yaml rendering exactly `routes` routes: models of `per_model` hosts, every third
     host with its own litellm_params, and one drained host in every tenth model."""
     lines = [
-        "# yaml-language-server: $schema=schema/fleet.schema.json",
+        "# yaml-language-server: $schema=https://raw.githubusercontent.com/fleet-sync-dev/fleet-sync/v1/schema/fleet.schema.json",
         "version: 1",
         f"fleet: {fleet}",
         "owns: tagged",

@@ -1,5 +1,5 @@
 """The LiteLLM compatibility matrix: run the tests marked litellm_matrix once per version against
-proxies the harness starts (installing the version first if needed), then print the README's
+proxies the harness starts (installing the version first if needed), then print the docs'
 "Supported LiteLLM versions" table from what ran: tests, passes, time, date, and how a removed
 key is taken away on each version.
 

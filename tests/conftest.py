@@ -200,7 +200,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """Per LiteLLM version set up in this run: its matrix tests' outcomes and time (proxy starts
-    included), as the README's supported-versions table."""
+    included), as the docs' supported-versions table."""
     counts: dict[str, dict[str, int]] = {v: {} for v in _TIMES if v != EXTERNAL}
     for nodeid, outcome in _OUTCOMES.items():
         match = re.search(r"litellm-([^\]-]+)", nodeid)

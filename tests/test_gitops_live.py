@@ -99,7 +99,7 @@ def test_pr_comment_separates_this_pr_from_live_drift_and_is_sticky(
     assert "This PR changes (1)" in body and "Drift already live (1)" in body
     assert proxy.api_key not in body and fake_github.token not in run.out + run.err
     assert "fleet-sync plan" in (tmp_path / "summary.md").read_text(encoding="utf-8")
-    if os.environ.get("FLEET_SYNC_WRITE_EXAMPLES"):  # refreshes the README's example comment
+    if os.environ.get("FLEET_SYNC_WRITE_EXAMPLES"):  # refreshes docs/example-pr-comment.md
         (REPO / "docs" / "example-pr-comment.md").write_text(body, encoding="utf-8")
 
     # The next push edits the same comment in place.

@@ -163,7 +163,7 @@ def test_a_row_fleet_sync_stored_in_an_earlier_ambiguous_write_still_converges()
 
 def test_an_untagged_row_of_the_desired_group_is_the_fleets_as_the_plan_says() -> None:
     """The plan's rule, not a stricter one: a row carrying this fleet's id in its model group
-    is the fleet's with its tags lost (README Ownership), at apply as in the plan."""
+    is the fleet's with its tags lost (docs: comparison, Ownership), at apply as in the plan."""
     fleet, first, plan = replacement()
     g2 = f"{first.id}-g2"
     row = {"model_name": "m8", "litellm_params": {"model": "hosted_vllm/x", "api_base": A}}
@@ -192,7 +192,7 @@ def test_a_plan_sees_a_row_of_another_group_holding_a_new_hosts_id_as_a_conflict
 
 
 def test_a_plan_moves_a_replacement_past_a_generation_another_row_holds() -> None:
-    """As for a listed holder (README Conflicts): the host keeps its route, the holder is listed
+    """As for a listed holder (docs: Conflicts): the host keeps its route, the holder is listed
     as ignored, and the replacement takes the next free generation."""
     _, first, _ = replacement()
     fleet = fleet_of(False)

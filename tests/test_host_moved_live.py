@@ -49,7 +49,7 @@ def newer() -> Iterator[str]:
 
 
 FLEET = """\
-# yaml-language-server: $schema=schema/fleet.schema.json
+# yaml-language-server: $schema=https://raw.githubusercontent.com/fleet-sync-dev/fleet-sync/v1/schema/fleet.schema.json
 version: 1
 fleet: {fleet}
 defaults:

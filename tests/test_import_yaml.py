@@ -4,7 +4,9 @@ strings as the same strings (not `on` → true, `1:20` → 80, `1e-06` → a str
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sync.edit.import_yaml import fleet_text, float_text
+from sync.edit.import_yaml import SCHEMA_URL, fleet_text, float_text
 from sync.fleet.yamlmarks import parse_yaml
 
 FLOATS = [
@@ -102,3 +104,17 @@ def test_a_model_comment_cannot_write_yaml(line: str) -> None:
     """Comment lines are import's own text; even an odd one stays a comment."""
     text = fleet_text(doc(1), {"m": [line]})
     assert parse_yaml(text, "fleet.yaml").data == doc(1)
+
+
+def test_the_schema_line_points_at_the_published_schema() -> None:
+    """import's first line names the schema where a config repository's editor can fetch it:
+    the schema's own $id (the raw file at the release tag), the URL the examples carry, never a
+    relative path no config repository has."""
+    root = Path(__file__).resolve().parent.parent
+    schema = json.loads((root / "schema" / "fleet.schema.json").read_text(encoding="utf-8"))
+    first = fleet_text(doc(1), {}).splitlines()[0]
+    assert first == f"# yaml-language-server: $schema={schema['$id']}"
+    assert schema["$id"] == SCHEMA_URL
+    assert SCHEMA_URL.startswith("https://raw.githubusercontent.com/fleet-sync-dev/fleet-sync/v1/")
+    for example in (root / "examples" / "config-repo").rglob("fleet.yaml"):
+        assert example.read_text(encoding="utf-8").splitlines()[0] == first, example

@@ -129,7 +129,7 @@ def test_target_given_a_model_says_what_target_selects(tmp_path: Path) -> None:
         done.out
     )
     assert "No run is limited to one model" in done.out
-    assert 'README "--target selects a proxy, not a model"' in done.out
+    assert 'docs/reference/commands.md "--target selects a proxy, not a model"' in done.out
     declared = {**FLEET, "targets": {"prod": {"proxy_url": "http://127.0.0.1:9"}}}
     done = run(tmp_path, declared, env, "plan", "--target", "qwen3")
     assert done.code == 1, done.out

@@ -76,7 +76,7 @@ def every_host(world: World) -> tuple[Route, ...]:
 
 
 def host_of(route: Route, world: World) -> Route | None:
-    """The desired host an owned route belongs to, by identity as README's Ownership states it,
+    """The desired host an owned route belongs to, by identity as the docs' Ownership states it,
     written apart from sync/core/identity.py: a generation of the host's derived id; this fleet's
     tags naming the host, in its model group; this fleet's tags naming a host fleet.yaml no longer
     renders in that group, on a route fleet-sync did not create, at the host's address (renamed);
@@ -130,7 +130,7 @@ def conflicts_by_rule(world: World) -> set[str]:
 def twins_by_rule(world: World) -> set[tuple[str, str]]:
     """(model, host) of desired hosts no route of the fleet serves and no route holds the id
     of, that a listed route of this fleet's name the fleet does not own (another source)
-    serves, by its host tag or its address in the host's group (README "Source"): a create
+    serves, by its host tag or its address in the host's group (docs "Source"): a create
     there would be a keyless twin, so the plan holds a conflict instead."""
     live = read(world)
     listed = world.listed()
@@ -199,7 +199,7 @@ def test_a_plan_touches_only_routes_the_fleet_owns(world: World) -> None:
 
 def blind_spots(world: World, host: str, rendered: Route) -> set[str]:
     """Top-level keys of this host's route that a hand edit may have left different, as the
-    README's comparison model says: a key fleet.yaml never sets is not compared, and a hand edit
+    the docs' comparison model says: a key fleet.yaml never sets is not compared, and a hand edit
     under a key compared through the digest (a reference, a masked value, api_key) is not seen."""
     out = set()
     for rid, section, key in world.hand_edits:

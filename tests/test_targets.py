@@ -362,11 +362,11 @@ def test_overlays_change_values_never_identity(doc: dict[str, Any], data: st.Dat
                 assert route == base
 
 
-def test_the_readme_example_is_valid(tmp_path: Path) -> None:
-    """README's targets: example, as a whole fleet.yaml, is valid and does what its comments
-    say: rpm 600 on prod only, the canary host on staging only, prod after staging."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### `targets:` — one fleet.yaml for several proxies", 1)[1]
+def test_the_guide_targets_example_is_valid(tmp_path: Path) -> None:
+    """The fleet.yaml guide's targets: example, as a whole fleet.yaml, is valid and does what its
+    comments say: rpm 600 on prod only, the canary host on staging only, prod after staging."""
+    guide = (ROOT / "docs" / "guides" / "fleet-yaml.md").read_text(encoding="utf-8")
+    section = guide.split("## `targets:` — one fleet.yaml for several proxies", 1)[1]
     block = section.split("```yaml\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "fleet.yaml"
     path.write_text("version: 1\nfleet: gpu-fleet\n" + block, encoding="utf-8")

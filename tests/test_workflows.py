@@ -186,6 +186,77 @@ def test_every_action_is_pinned_to_a_full_sha_with_a_version_comment(path: Path)
     assert uses, "every file uses at least one action"
 
 
+# ------------------------------------------------------------- the project's CI and release
+
+PROJECT = {"ci": WORKFLOWS / "ci.yml", "release": WORKFLOWS / "release.yml"}
+PINNED_IN_PROJECT = {
+    **PINNED_IN_ACTION,
+    "actions/download-artifact": ("634f93cb2916e3fdff6788551b99b062d0335ce0", "v5.0.0"),
+    "actions/upload-pages-artifact": ("fc324d3547104276b827a68afc52ff2a11cc49c9", "v5.0.0"),
+    "actions/deploy-pages": ("cd2ce8fcbc39b97be8ca5fce6e763baed58fa128", "v5.0.0"),
+    "pypa/gh-action-pypi-publish": ("ed0c53931b1dc9bd32cbe73a98c7f6766f8a527e", "v1.13.0"),
+}
+
+
+def test_actionlint_passes_on_the_ci_and_release_workflows() -> None:
+    run = actionlint(*(str(path) for path in PROJECT.values()))
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("name", sorted(PROJECT))
+def test_ci_and_release_pin_every_action_to_a_full_sha(name: str) -> None:
+    uses = [m for line in PROJECT[name].read_text().splitlines() if (m := USES.match(line))]
+    assert uses
+    for match in uses:
+        action_name, ref, comment = match.groups()
+        sha, version = PINNED_IN_PROJECT[action_name]
+        assert (ref, comment) == (sha, version), action_name
+
+
+def run_steps(job: dict[str, Any]) -> str:
+    return "\n".join(str(step.get("run", "")) for step in job["steps"])
+
+
+def test_ci_runs_the_readme_test_command_on_pushes_and_pull_requests() -> None:
+    ci = load(PROJECT["ci"])
+    assert ci["on"] == {"push": {"branches": ["main"]}, "pull_request": None}
+    assert ci["permissions"] == {"contents": "read"}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "./scripts/test" in readme
+    assert (ROOT / ".ci" / "run").read_text().rstrip().endswith("exec bash scripts/test")
+    selections = []
+    for job in ci["jobs"].values():
+        (line,) = [x for x in run_steps(job).splitlines() if x.startswith("bash .ci/run")]
+        selections.append(line)
+    # Between them the jobs run every test: the ones without LiteLLM, and the live ones.
+    assert sorted(selections) == ['bash .ci/run -m "not live"', "bash .ci/run -m live"]
+
+
+def test_release_publishes_by_trusted_publishing_moves_the_major_tag_and_the_docs() -> None:
+    release = load(PROJECT["release"])
+    assert release["on"] == {"push": {"tags": ["v[0-9]+.[0-9]+.[0-9]+"]}}
+    assert release["permissions"] == {"contents": "read"}
+    jobs = release["jobs"]
+    assert "python -m twine check --strict dist/*" in run_steps(jobs["build"])
+    # The tag check reads the version as sed does: one line `__version__ = "X.Y.Z"`.
+    init = (ROOT / "sync" / "__init__.py").read_text(encoding="utf-8")
+    from sync import __version__
+
+    assert re.findall(r'^__version__ = "(.*)"$', init, re.MULTILINE) == [__version__]
+    assert "bash scripts/docs _site" in run_steps(jobs["docs"])
+    # Only the jobs that need one get an OIDC token; no PyPI password or token anywhere.
+    oidc = {n for n, j in jobs.items() if j.get("permissions", {}).get("id-token") == "write"}
+    assert oidc == {"pypi", "pages"}
+    (publish,) = [s for s in jobs["pypi"]["steps"] if "gh-action-pypi-publish" in s.get("uses", "")]
+    assert "with" not in publish  # trusted publishing: no password input
+    assert jobs["pypi"]["environment"]["name"] == "pypi"
+    assert "secrets." not in PROJECT["release"].read_text()
+    assert jobs["major-tag"]["needs"] == ["pypi"]
+    assert jobs["major-tag"]["permissions"] == {"contents": "write"}
+    assert 'git push --force origin "refs/tags/$major"' in run_steps(jobs["major-tag"])
+    assert jobs["pages"]["permissions"] == {"pages": "write", "id-token": "write"}
+
+
 # ---------------------------------------------------------------------------------- the action
 
 

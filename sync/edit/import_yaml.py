@@ -24,7 +24,13 @@ from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.representer import RoundTripRepresenter
 
-SCHEMA_LINE = "# yaml-language-server: $schema=schema/fleet.schema.json"
+# Where editors find the schema from a config repository (a relative path would name a file no
+# config repository has): the published file at the release tag the action is pinned by, which
+# is also the schema's $id. fleet-sync-dev is the placeholder owner (docs: "Editor support").
+SCHEMA_URL = (
+    "https://raw.githubusercontent.com/fleet-sync-dev/fleet-sync/v1/schema/fleet.schema.json"
+)
+SCHEMA_LINE = f"# yaml-language-server: $schema={SCHEMA_URL}"
 HEADER = (
     "Written by `fleet-sync import` from the proxy's database routes. owns: model_groups claims "
     "these groups: `fleet-sync plan` adopts each route in place: it adds fleet-sync's tags by "

@@ -28,7 +28,7 @@ __all__ = [
     "what_target_means",
 ]
 
-ONE_MODEL_README = 'README "--target selects a proxy, not a model"'
+ONE_MODEL_README = 'docs/reference/commands.md "--target selects a proxy, not a model"'
 
 Level = TypeVar("Level", Defaults, Model, Host)
 

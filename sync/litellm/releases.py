@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# The compatibility matrix (scripts/matrix runs it; README "Supported LiteLLM versions").
+# The compatibility matrix (scripts/matrix runs it; docs/reference/litellm-versions.md).
 TESTED = ("1.98.1", "1.108.7", "1.110.2")
 # From this release on, PATCH /model/{id}/update honours litellm_params_to_remove (wheels' source).
 REMOVES_IN_PLACE_FROM = (1, 109, 0)

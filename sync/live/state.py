@@ -176,7 +176,7 @@ def check_providers(client: LiteLLMClient, fleet: Fleet, listed: Sequence[Route]
 
 
 def _sourceless(fleet: Fleet, listed: Sequence[Route]) -> str:
-    """What a run that resolves no source says where it matters (README "Source"): it owns only
+    """What a run that resolves no source says where it matters (docs "Source"): it owns only
     routes without a source tag, so the fleet's routes CI tagged are another's to it."""
     tagged = sum(1 for r in listed if r.fleet == fleet.name and r.source is not None)
     if fleet.source is not None or not tagged:
