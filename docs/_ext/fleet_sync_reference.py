@@ -290,11 +290,17 @@ EXIT_MEANINGS = {
         "apply incomplete: a change failed or was not confirmed by reading back, or a conflict "
         "left a host without a route."
     ),
+    "EXIT_SIGINT": (
+        "interrupted by SIGINT (Ctrl-C, GitHub's cancel): before any write nothing was sent; "
+        "during an apply no new write started, the writes in flight settled and the result was "
+        "printed (changes `not started` named). A second signal ends it at once."
+    ),
+    "EXIT_SIGTERM": "interrupted by SIGTERM (GitHub's second cancel signal): as 130.",
 }
 
 
 def exit_codes() -> list[tuple[str, int]]:
-    module = importlib.import_module("sync.commands.common")
+    module = importlib.import_module("sync.run.console")
     found = [(k, v) for k, v in vars(module).items() if k.startswith("EXIT_") and type(v) is int]
     return sorted(found, key=lambda item: item[1])
 
@@ -304,7 +310,7 @@ def exit_codes_page() -> str:
         "# Exit codes",
         "",
         "Generated from the command line's `EXIT_*` constants at build time. Over several",
-        "targets a run's code is the worst of theirs (1 > 4 > 3 > 2 > 0). Usage errors are 1.",
+        "targets a run's code is the worst of theirs (1 > 4 > 3 > 2 > 0), or 130/143 when it was\ninterrupted. Usage errors are 1.",
         "",
         "| exit | name | meaning |",
         "|---:|---|---|",

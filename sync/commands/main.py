@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import signal
 import sys
 
 import click
@@ -26,7 +25,7 @@ from sync.commands.render import render_command
 from sync.commands.set_host import set_host
 from sync.commands.validate import validate
 from sync.errors import FleetSyncError
-from sync.run.console import EXIT_ERROR, EXIT_OK, Exit
+from sync.run.console import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, Exit
 from sync.secrets import display, scrub
 
 
@@ -63,7 +62,7 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
-INTERRUPTED = (128 + signal.SIGINT, 128 + signal.SIGTERM)  # 130, 143: sync/run/interrupt.py
+INTERRUPTED = (EXIT_SIGINT, EXIT_SIGTERM)  # sync/run/interrupt.py
 
 
 # The machine's, not fleet-sync's: a full disk, a closed pipe or stream, a read-only file system.
@@ -103,7 +102,7 @@ def run(argv: list[str] | None) -> int:
         click.echo(f"error: {display.text(str(exc))}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:
-        return 130
+        return EXIT_SIGINT
     except OSError as exc:
         if exc.errno not in OUTPUT_ERRNOS:
             internal_error(exc)

@@ -12,6 +12,7 @@ from typing import NoReturn
 from sync.secrets import display
 
 EXIT_OK, EXIT_ERROR, EXIT_CHANGES, EXIT_REFUSED, EXIT_INCOMPLETE = 0, 1, 2, 3, 4
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # 128 + the signal that interrupted the run
 
 
 class Exit(Exception):
