@@ -109,6 +109,21 @@ def test_a_proxy_key_http_cannot_send_is_named(
     assert "SECRETVALUE" not in run.out + run.err and not crashed(run.err)
 
 
+def test_drift_fix_never_writes_with_the_read_key(tmp_path: Path) -> None:
+    """drift --fix holding only LITELLM_PROXY_READ_API_KEY says which key it writes with (a new
+    user's finding: it sent the read key, and LiteLLM's refusal named the read variable)."""
+    fleet = tmp_path / "fleet.yaml"
+    fleet.write_text(FLEET)
+    env = {"LITELLM_PROXY_URL": "http://127.0.0.1:9", "PATH": "/usr/bin:/bin", "NO_COLOR": "1"}
+    env["LITELLM_PROXY_READ_API_KEY"] = "sk-read-0123456789"
+    run = fleet_sync(["drift", "--fix", "-f", str(fleet)], env)
+    assert run.code == 1 and run.out == ""
+    assert run.err == (
+        "error: no write key given: drift --fix writes with LITELLM_PROXY_API_KEY (a "
+        "proxy_admin key) or --api-key, never LITELLM_PROXY_READ_API_KEY\n"
+    )
+
+
 def test_an_unused_proxy_key_in_the_environment_does_not_stop_a_run_over_targets(
     tmp_path: Path,
 ) -> None:

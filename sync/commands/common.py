@@ -61,12 +61,13 @@ def proxy_options(
     read command that writes takes --api-key as given, else LITELLM_PROXY_API_KEY, never the
     read-only key its option took from the environment."""
     key = api_key
-    environment_key = os.environ.get("LITELLM_PROXY_API_KEY")
-    if write_key and not _key_given() and environment_key:
-        check_key(environment_key, "LITELLM_PROXY_API_KEY")
+    if write_key and not _key_given():
+        # Never the read key its option may have taken from LITELLM_PROXY_READ_API_KEY.
+        key = os.environ.get("LITELLM_PROXY_API_KEY") or None
+        if key:
+            check_key(key, "LITELLM_PROXY_API_KEY")
         click.get_current_context().meta[KEY_FROM] = "LITELLM_PROXY_API_KEY"
-        key = environment_key
-    return ProxyOptions(tuple(proxy_urls), key, key_origin(), _key_given())
+    return ProxyOptions(tuple(proxy_urls), key, key_origin(), _key_given(), write_key)
 
 
 def trusted_ref(fleet_file: Path, base_ref: str | None = None) -> Callable[[], TrustedRef]:

@@ -68,6 +68,7 @@ class ProxyOptions:
     key: str | None = None
     key_name: str = "LITELLM_PROXY_API_KEY"
     key_given: bool = False
+    writes: bool = False  # a read command that writes (drift --fix): the write key only
 
     @property
     def override_key(self) -> str | None:
@@ -123,6 +124,11 @@ def implicit_endpoint(options: ProxyOptions) -> Endpoint:
     urls, url_name = tuple(u for u in options.urls if u), "--proxy-url"
     if not urls:
         urls, url_name = _environment_urls()
+    if not options.key and options.writes:
+        fail(
+            "no write key given: drift --fix writes with LITELLM_PROXY_API_KEY (a proxy_admin "
+            "key) or --api-key, never LITELLM_PROXY_READ_API_KEY"
+        )
     if not options.key:
         fail(
             "no admin key given: set LITELLM_PROXY_API_KEY (plan and drift also take "
