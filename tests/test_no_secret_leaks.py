@@ -250,7 +250,7 @@ def test_no_secret_in_any_output_of_any_command(
     assert "http://***@10.1.2.3:8000/v1" in everything
     assert "http://***@10.9.8.7:8000/v1" in everything
     assert f"{fleet_name}-leak-***" in everything
-    assert f"(hidden: the proxy's value of {ORG_REF})" in everything
+    assert f"(hidden: a live value where fleet.yaml gives {ORG_REF})" in everything
     assert any(c.method == "POST" and "/issues" in c.path for c in github.calls)
     assert github.comments_on(pr), "no comment was posted"
     assert os.path.getsize(summary) > 0

@@ -187,7 +187,7 @@ def test_no_output_format_shows_a_live_secret() -> None:
         for secret in SECRETS:
             assert secret not in text, (name, secret)
     assert "http://***@10.0.0.9:8000/v1" in outputs["text"]
-    assert f'(hidden: the proxy\'s value of {REF}) -> "{REF}"' in outputs["text"]
+    assert f'(hidden: a live value where fleet.yaml gives {REF}) -> "{REF}"' in outputs["text"]
     body = plan_json(plan)
     update, delete = body["changes"]
     assert update["after"]["litellm_params"]["organization"] == REF

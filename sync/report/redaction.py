@@ -70,7 +70,7 @@ MISSING = _Missing()
 
 
 def hidden_reference(reference: str) -> Hidden:
-    return Hidden(f"(hidden: the proxy's value of {reference})")
+    return Hidden(f"(hidden: a live value where fleet.yaml gives {reference})")
 
 
 HIDDEN_UNSET = Hidden("(hidden: a live string fleet.yaml does not set)")
