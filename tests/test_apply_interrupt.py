@@ -19,12 +19,12 @@ from sync.core.render import render
 from sync.core.result import Result
 from sync.fleet.model import fleet_from_doc
 from sync.fleet.yamlmarks import parse_yaml
-from sync.live import apply as live_apply
 from sync.live.apply import apply_plan
 from sync.live.client import LiteLLMClient
 from sync.live.interrupt import Interrupt
 from sync.report.text import result_text
 from sync.run.interrupt import Interrupted, Signals
+from sync.run.outcome import attempt
 
 from .support.owner import owner_of
 
@@ -58,10 +58,13 @@ class Proxy:
         self.interrupt, self.stop_at, self.hang = interrupt, stop_at, hang
         self.writes: list[str] = []
         self.release = threading.Event()
+        self.hang_listings = False  # once interrupted, a listing answers only when released
         self.lock = threading.Lock()
 
     def answer(self, request: httpx.Request) -> httpx.Response:
         if request.method == "GET":
+            if self.hang_listings and self.interrupt.requested:
+                self.release.wait(30)
             with self.lock:
                 rows = list(self.rows.values())
             return httpx.Response(200, json={"data": rows, "total_count": len(rows)})
@@ -100,13 +103,10 @@ def test_no_write_starts_after_the_interrupt_and_each_change_is_named() -> None:
     assert not result.complete
 
 
-def test_a_write_still_in_flight_is_left_to_read_back_and_those_behind_it_never_start(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(live_apply, "IN_FLIGHT", 0.0)  # the in-flight write is not waited for
+def test_a_write_still_in_flight_is_left_to_read_back_and_those_behind_it_never_start() -> None:
     plan = plan_of(6)
     ids = [c.id for c in plan.changes]
-    proxy = Proxy(Interrupt(), stop_at=2, hang=ids[1])
+    proxy = Proxy(Interrupt(in_flight=0.0), stop_at=2, hang=ids[1])  # not waited for
     try:
         result = run(plan, proxy)
     finally:
@@ -154,3 +154,28 @@ def test_during_the_writes_the_first_signal_settles_and_the_second_ends_at_once(
         signals.handle(signal.SIGTERM, None)
     assert ended == [130]
     assert capsys.readouterr().err.startswith("error: SIGTERM again: stopped at once")
+
+
+def test_a_listing_that_does_not_answer_is_given_up_at_the_interrupts_deadline() -> None:
+    """A slow proxy must not keep the account from being printed: once interrupted, read-back
+    gives up a listing at the deadline (settle 0 here) and says so."""
+    plan = plan_of(4)
+    proxy = Proxy(Interrupt(settle=0.0), stop_at=2)
+    proxy.hang_listings = True
+    try:
+        result = run(plan, proxy)
+    finally:
+        proxy.release.set()
+    statuses = [o.status for o in result.outcomes]
+    assert statuses == ["unconfirmed", "unconfirmed", "not started", "not started"]
+    assert "no listing before the interrupted apply's deadline" in result.outcomes[0].detail
+
+
+def test_an_interrupt_before_any_write_is_no_targets_error() -> None:
+    """attempt() turns a target's errors into its outcome; an interrupt is the run's."""
+
+    def stopped() -> None:
+        raise Interrupted(signal.SIGINT)
+
+    with pytest.raises(Interrupted):
+        attempt(None, stopped)

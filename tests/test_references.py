@@ -78,6 +78,22 @@ def test_the_prune_of_a_groups_last_route_vanishes_it() -> None:
     assert refs.vanishing(removing_old()) == ("old",)
 
 
+def test_draining_a_groups_last_route_vanishes_it_as_a_prune_does() -> None:
+    """A pause takes the route out of service (403 "Model is blocked" once all are paused):
+    what names the group breaks alike, so its references are read (an outside attack: a
+    forced drain broke keys and fallbacks unseen)."""
+    doc = fleet({"m": ["h"]})
+    doc["models"]["m"]["hosts"][0]["enabled"] = False
+    live = [{"rendered": "m/h", "applied": True}]  # as the fleet with the host enabled wrote it
+    plan, _ = plan_for(
+        {"fleet": doc, "applied": fleet({"m": ["h"]}), "live": live, "litellm_version": "1.108.7"}
+    )
+    assert [(c.action, getattr(c, "pause", None)) for c in plan.changes] == [("update", True)]
+    assert refs.vanishing(plan) == ("m",)
+    kept = plan_of({"m": ["h", "k"]}, [{"rendered": "m/h"}, {"rendered": "m/k"}])
+    assert refs.vanishing(kept) == ()
+
+
 def test_a_route_the_fleet_does_not_own_keeps_the_group() -> None:
     foreign = {
         "model_name": "old",
@@ -409,3 +425,16 @@ def test_a_hostile_alias_is_shown_escaped_and_bounded() -> None:
     assert plan.references is not None
     [holder] = [r.holder for r in plan.references.found if r.kind == "key models"]
     assert len(holder) <= len("key ") + live.NAME
+
+
+def test_router_default_fallbacks_under_their_own_key_are_read_as_the_star_rule() -> None:
+    """A config file setting both fallbacks and default_fallbacks: the settings answer shows
+    the default under its own key, and the router serves it as fallbacks' "*" rule (an outside
+    attack found it unread)."""
+    settings = live.router_settings(
+        {"current_values": {"fallbacks": [{"a": ["b"]}], "default_fallbacks": ["old"]}}
+    )
+    assert [(f.kind, f.source, f.targets) for f in settings.fallbacks] == [
+        ("fallbacks", "a", ("b",)),
+        ("fallbacks", "*", ("old",)),
+    ]

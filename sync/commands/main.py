@@ -26,6 +26,7 @@ from sync.commands.set_host import set_host
 from sync.commands.validate import validate
 from sync.errors import FleetSyncError
 from sync.run.console import EXIT_ERROR, EXIT_OK, EXIT_SIGINT, EXIT_SIGTERM, Exit
+from sync.run.interrupt import Interrupted
 from sync.secrets import display, scrub
 
 
@@ -98,7 +99,7 @@ def run(argv: list[str] | None) -> int:
     except click.ClickException as exc:
         exc.show()
         return EXIT_ERROR  # usage errors are errors (1), not "changes present" (2)
-    except FleetSyncError as exc:
+    except (FleetSyncError, Interrupted) as exc:
         click.echo(f"error: {display.text(str(exc))}", err=True)
         return exc.exit_code
     except KeyboardInterrupt:

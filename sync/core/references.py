@@ -11,11 +11,12 @@ sync/core/safety.py refuses what would change requests silently.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sync.core.changes import Create, Delete
+from sync.core.changes import Create, Delete, Update
 
 if TYPE_CHECKING:
     from sync.core.plan import Plan
@@ -163,12 +164,19 @@ def served_after(plan: Plan) -> dict[str, int]:
 
 def vanishing(plan: Plan) -> tuple[str, ...]:
     """The model groups the router lists now that no route serves once the plan is applied,
-    where the plan deletes a listed route of the group (creates of the same plan, foreign and
-    config-file routes counted: they are in live_groups). An ordinary plan has none, and then
-    nothing more is read from the proxy."""
+    where the plan deletes or pauses a listed route of the group (creates of the same plan,
+    foreign and config-file routes counted: they are in live_groups). An ordinary plan has
+    none, and then nothing more is read from the proxy."""
     listed = dict(plan.live_groups)
     after = served_after(plan)
     pruned = {c.model_name for c in plan.changes if isinstance(c, Delete) and c.listed}
+    # A pause takes its route out of service as a prune does (LiteLLM answers 403 "Model is
+    # blocked" once every route of a group is paused): what names the group breaks alike.
+    pruned |= {
+        c.model_name
+        for c in plan.changes
+        if isinstance(c, Update) and c.listed and c.pause is True and not c.before.paused
+    }
     return tuple(sorted(g for g in pruned if g in listed and after.get(g, 0) <= 0))
 
 
@@ -206,9 +214,12 @@ def refusals(plan: Plan) -> list[str]:
             if (renamed)
             else ""
         )
+        # Every reference, not only those shown, decides the text (the reviewed force's key).
+        every = hashlib.sha256("\n".join(sorted(named)).encode()).hexdigest()[:12]
         out.append(
             f"model group {group} would be left with no routes while {len(refusing)} "
-            f"reference(s) on the proxy still name it{hint}: {'; '.join(named[:SHOWN])}{more}; "
+            f"reference(s) on the proxy still name it{hint}: {'; '.join(named[:SHOWN])}{more} "
+            f"(references {every}); "
             "requests through them would fail or change silently and fleet-sync never edits "
             "keys, teams or router settings: change them first, or --force required"
         )

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
+
 from sync.core import references
-from sync.core.plan import Conflict, Create, Delete, Plan
+from sync.core.plan import Conflict, Create, Delete, Plan, Update
 from sync.fleet.model import normalise_address
 from sync.litellm.redirects import REDIRECTS
 from sync.secrets.display import printable
@@ -15,10 +18,11 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
     """Why this plan must not run without --force; empty when it is safe."""
     reasons: list[str] = []
     prunes = [c for c in plan.changes if isinstance(c, Delete) and c.prune]
+    pruned = subject(c.id for c in prunes)
     if prunes and plan.desired_count == 0:
         reasons.append(
-            f"fleet.yaml renders no routes but the plan prunes all {len(prunes)} the fleet owns; "
-            "if that is intended, --force required"
+            f"fleet.yaml renders no routes but the plan prunes all {len(prunes)} the fleet owns "
+            f"({pruned}); if that is intended, --force required"
         )
     elif plan.owned_live >= MIN_OWNED_FOR_PERCENT and prunes:
         percent = 100.0 * len(prunes) / plan.owned_live
@@ -27,13 +31,13 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
         if not 0 <= max_prune_percent <= 100:
             reasons.append(
                 f"the plan prunes {len(prunes)} of the {plan.owned_live} routes the fleet owns "
-                f"and safety.max_prune_percent is {max_prune_percent!r}, not a number from 0 to "
-                "100; review it, then --force required"
+                f"({pruned}) and safety.max_prune_percent is {max_prune_percent!r}, not a number "
+                "from 0 to 100; review it, then --force required"
             )
         elif percent > max_prune_percent:
             reasons.append(
                 f"the plan prunes {len(prunes)} of the {plan.owned_live} routes the fleet owns "
-                f"({percent:.0f}% > safety.max_prune_percent {max_prune_percent:g}%); "
+                f"({percent:.0f}% > safety.max_prune_percent {max_prune_percent:g}%; {pruned}); "
                 "review it, then --force required"
             )
     reasons += _groups_left_empty(plan, prunes)
@@ -42,6 +46,20 @@ def refusals(plan: Plan, max_prune_percent: float) -> tuple[str, ...]:
     reasons += references.refusals(plan)
     reasons += [_conflict_refusal(c) for c in plan.conflicts]
     return tuple(reasons)
+
+
+def _pauses(change: Update) -> bool:
+    """The update takes a serving route out of service."""
+    return change.route.paused and not change.before.paused
+
+
+def subject(ids: Iterable[str]) -> str:
+    """What a refusal that counts is about, in its text: a digest of the ids it counts. The
+    reviewed force accepts a refusal by its text (sync/core/verdict.py refusal_key), so the
+    same count of other routes is another refusal, never one a review already accepted."""
+    listed = sorted(set(ids))
+    digest = hashlib.sha256("\n".join(listed).encode()).hexdigest()[:12]
+    return f"ids {digest}"
 
 
 def _conflict_refusal(conflict: Conflict) -> str:
@@ -66,32 +84,24 @@ def _groups_left_empty(plan: Plan, prunes: list[Delete]) -> list[str]:
     answers 403 "Model is blocked" when every route of a model is paused), counts for nothing;
     an update of an unlisted row (the repair) or a resume counts like a create, a pause like a
     prune. Apply deletes a group's routes only once its creates and updates are listed."""
-    after = dict(plan.live_groups)
-
-    def add(model: str, n: int) -> None:
-        after[model] = after.get(model, 0) + n
-
+    after = references.served_after(plan)
     lost: dict[str, list[str]] = {}
+    gone: dict[str, list[str]] = {}  # the ids of what each model loses
+
+    def lose(model: str, how: str, route_id: str) -> None:
+        lost.setdefault(model, []).append(how)
+        gone.setdefault(model, []).append(route_id)
+
     paused_creates = {c.id for c in plan.changes if isinstance(c, Create) and c.route.paused}
     for change in plan.changes:
-        if isinstance(change, Create):
-            add(change.model_name, not change.route.paused)
-        elif isinstance(change, Delete):
-            if change.listed and not change.route.paused:
-                add(change.model_name, -1)
-                if change.replaced_by in paused_creates:  # its host serves no more
-                    lost.setdefault(change.model_name, []).append("replaced by a paused route")
-        elif not change.listed:
-            add(change.model_name, not change.route.paused)
-        else:
-            served_before, serves = not change.before.paused, not change.route.paused
-            add(change.before.model_name, -served_before)
-            add(change.model_name, serves)
-            if served_before and not serves:
-                lost.setdefault(change.model_name, []).append("paused")
+        if isinstance(change, Delete):
+            if change.listed and not change.route.paused and change.replaced_by in paused_creates:
+                lose(change.model_name, "replaced by a paused route", change.id)  # serves no more
+        elif isinstance(change, Update) and change.listed and _pauses(change):
+            lose(change.model_name, "paused", change.id)
     for delete in prunes:
         if delete.listed and not delete.route.paused:
-            lost.setdefault(delete.model_name, []).append("pruned")
+            lose(delete.model_name, "pruned", delete.id)
     out = []
     for model in sorted(plan.declared_models):
         if model in lost and after.get(model, 0) <= 0:
@@ -103,7 +113,8 @@ def _groups_left_empty(plan: Plan, prunes: list[Delete]) -> list[str]:
             paused = "; a paused route serves nothing" if set(lost[model]) - {"pruned"} else ""
             out.append(
                 f"model {model} would be left with no routes while fleet.yaml still declares it "
-                f"({counts}){paused}; enable a host, or --force required"
+                f"({counts}: {subject(gone.get(model, ()))}){paused}; enable a host, or --force "
+                "required"
             )
     return out
 

@@ -25,7 +25,7 @@ from sync.core.render import Route
 from sync.core.result import Outcome, Result
 from sync.errors import FleetSyncError
 from sync.live.client import ErrorKind, LiteLLMClient, ProxyError
-from sync.live.interrupt import IN_FLIGHT, NEVER, Interrupt
+from sync.live.interrupt import NEVER, Interrupt
 from sync.live.progress import Progress, Silent
 from sync.live.readback import ReadBack, Written, matches
 from sync.live.rollback import still_previous, undo
@@ -89,9 +89,11 @@ def apply_plan(
         written += results
         _block_unwritten(results, blocked)
     reader.wait([w for w in written if w.ok])
-    outcomes = reader.outcomes(written)
-    if not interrupt.requested:  # an interrupted apply writes nothing more, not even an undo
-        outcomes = [_settle(o, w, reader, client) for o, w in zip(outcomes, written, strict=True)]
+    outcomes = [
+        # An interrupted apply writes nothing more, not even an undo: asked before each one.
+        o if interrupt.requested else _settle(o, w, reader, client)
+        for o, w in zip(reader.outcomes(written), written, strict=True)
+    ]
     order = {c.id + c.action: i for i, c in enumerate(plan.changes)}
     return Result(plan, tuple(sorted(outcomes, key=lambda o: order[o.change.id + o.change.action])))
 
@@ -172,12 +174,16 @@ def _collect(
     todo: list[Change], futures: list[Future[Written]], interrupt: Interrupt
 ) -> tuple[list[Written], ProxyError | None]:
     """Each write's result in order, woken by the interrupt: from then on the writes in flight
-    get IN_FLIGHT seconds to answer, and one that has not is left to read-back (it may land)."""
+    get interrupt.in_flight seconds to answer; one that has not is left to read-back (it may
+    land)."""
     pending = set(futures)
     while pending and not interrupt.requested:
         pending = wait(pending, timeout=WAKE).not_done
     if interrupt.requested:
-        wait(futures, timeout=max(0.0, interrupt.deadline(math.inf, IN_FLIGHT) - time.monotonic()))
+        wait(
+            futures,
+            timeout=max(0.0, interrupt.deadline(math.inf, interrupt.in_flight) - time.monotonic()),
+        )
     results: list[Written] = []
     fatal: ProxyError | None = None
     for change, future in zip(todo, futures, strict=True):

@@ -15,7 +15,8 @@ SETTLE = 5.0  # seconds after the request by which read-back ends
 class Interrupt:
     """Set once from a signal handler, read by the apply's threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, in_flight: float = IN_FLIGHT, settle: float = SETTLE) -> None:
+        self.in_flight, self.settle = in_flight, settle
         self._event = threading.Event()
         self._at: float | None = None
 
@@ -28,11 +29,11 @@ class Interrupt:
     def requested(self) -> bool:
         return self._event.is_set()
 
-    def deadline(self, deadline: float, within: float = SETTLE) -> float:
-        """`deadline`, or `within` seconds after the request when that is sooner."""
+    def deadline(self, deadline: float, within: float | None = None) -> float:
+        """`deadline`, or `within` seconds (default: settle) after the request when sooner."""
         if self._at is None:
             return deadline
-        return min(deadline, self._at + within)
+        return min(deadline, self._at + (self.settle if within is None else within))
 
     def wait(self, seconds: float) -> bool:
         """Sleep up to `seconds`, woken at once by the request (True when requested)."""

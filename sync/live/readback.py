@@ -3,16 +3,18 @@ the deadline of one wait passes (sooner once the apply is interrupted)."""
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from sync.core.changes import Change, Delete
 from sync.core.compare import diff
 from sync.core.render import Route
 from sync.core.result import Outcome, Status
-from sync.live.client import LiteLLMClient, ProxyError
+from sync.live.client import ErrorKind, LiteLLMClient, ProxyError
 from sync.live.interrupt import Interrupt
 from sync.live.progress import Progress
 
@@ -41,6 +43,17 @@ class Written:
             if self.state == "failed"
             else "skipped"
         )
+
+
+WAKE = 0.25  # how often a listing in progress looks at the interrupt
+
+
+@dataclass
+class Answer:
+    """What a listing's thread got: the routes, or the error."""
+
+    routes: list[Route] = field(default_factory=list)
+    error: BaseException | None = None
 
 
 def matches(live: Route | None, desired: Route) -> bool:
@@ -79,6 +92,30 @@ class ReadBack:
     def lagging(self, w: Written) -> tuple[str, ...]:
         return tuple(u for u in self.client.urls if not self.seen.get(self._key(w, u), False))
 
+    def _listing(self, url: str) -> list[Route]:
+        """One pod's listing; once the apply is interrupted, given up at its deadline (a slow
+        proxy must not keep the account from being printed before GitHub's kill)."""
+        done, answer = threading.Event(), Answer()
+
+        def read() -> None:
+            try:
+                answer.routes = self.client.list_routes(url)
+            except BaseException as exc:  # any failure is the listing's, never an empty one
+                answer.error = exc
+            finally:
+                done.set()
+
+        # A daemon thread: a listing given up must not hold the process (sync/run/interrupt.py).
+        threading.Thread(target=read, daemon=True, name="fleet-sync read-back").start()
+        while not done.wait(WAKE):
+            if self.interrupt.requested and time.monotonic() >= self.interrupt.deadline(math.inf):
+                raise ProxyError(
+                    ErrorKind.TRANSIENT, "no listing before the interrupted apply's deadline"
+                )
+        if answer.error is not None:
+            raise answer.error
+        return answer.routes
+
     def wait(self, pending: Iterable[Written]) -> None:
         pending = [w for w in pending if self.lagging(w)]
         total, began = len(pending), time.monotonic()
@@ -86,7 +123,7 @@ class ReadBack:
         while pending:
             for url in self.client.urls:
                 try:
-                    by_id = {r.id: r for r in self.client.list_routes(url)}
+                    by_id = {r.id: r for r in self._listing(url)}
                 except ProxyError as exc:
                     self.errors[url] = str(exc)
                     continue

@@ -260,6 +260,11 @@ def _fallbacks(values: Mapping[str, Any], where: str) -> tuple[Fallback, ...]:
                         raise Unread(f"{where} {kind}: a fallback of {source} names no group")
                     names.append(name)
                 out.append(Fallback(kind, source, tuple(names)))
+    # router_settings.default_fallbacks: the router serves it as fallbacks' "*" rule, and a
+    # settings answer may show it under its own key (a config file setting both).
+    defaults = values.get("default_fallbacks")
+    if defaults is not None:
+        out.append(Fallback("fallbacks", "*", _names(defaults, f"{where} default_fallbacks")))
     return tuple(out)
 
 

@@ -77,7 +77,7 @@ def run_apply(
         name = outcome.target
         if name is not None and options.fmt != "json":
             out(header(options.fmt, name))
-        if signals.signum is not None:
+        if name is not None and signals.signum is not None:  # a later target of the run
             _not_started(run, name, options)
             continue
         if name is not None and (gate := hold(name, after[name], selected, named(run.codes))):
@@ -143,7 +143,7 @@ def _say(options: ApplyOptions, line: str, log: bool = False) -> None:
         err(line)
 
 
-def _not_started(run: _Run, name: str | None, options: ApplyOptions) -> None:
+def _not_started(run: _Run, name: str, options: ApplyOptions) -> None:
     why = "not started: the run was interrupted"
     run.codes[name] = EXIT_INCOMPLETE
     _say(options, f"target {name} {why}; nothing was sent to it", True)

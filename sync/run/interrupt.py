@@ -13,14 +13,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from sync.errors import FleetSyncError
 from sync.live.interrupt import Interrupt
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class Interrupted(FleetSyncError):
-    """The run was stopped by a signal before it wrote anything."""
+class Interrupted(Exception):
+    """The run was stopped by a signal before it wrote anything. Not a FleetSyncError: no
+    target's error handling (sync/run/outcome.py attempt) may take it for that target's and go
+    on with the next; it ends the command (sync/commands/main.py)."""
 
     def __init__(self, signum: int) -> None:
         super().__init__(
@@ -47,8 +48,12 @@ class Signals:
     def handle(self, signum: int, frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if self.signum is not None:
-            _say(f"error: {name} again: stopped at once; writes in flight may land or not, "
-                 "the next apply converges")  # fmt: skip
+            left = (
+                "writes in flight may land or not, the next apply converges"
+                if self.wrote
+                else "nothing was sent to the proxy"
+            )
+            _say(f"error: {name} again: stopped at once; {left}")
             os._exit(128 + self.signum)
         self.signum = signum
         if not self.wrote:

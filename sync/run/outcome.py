@@ -47,9 +47,17 @@ def each(names: Sequence[str | None], work: Callable[[str | None], T]) -> list[O
     whatever order they finish in."""
     if len(names) <= 1:
         return [attempt(n, partial(work, n)) for n in names]
-    with ThreadPoolExecutor(max_workers=min(len(names), MAX_READERS)) as pool:
-        futures = [pool.submit(attempt, n, partial(work, n)) for n in names]
-        return [f.result() for f in futures]
+    pool = ThreadPoolExecutor(max_workers=min(len(names), MAX_READERS))
+    futures = [pool.submit(attempt, n, partial(work, n)) for n in names]
+    try:
+        outcomes = [f.result() for f in futures]
+    except BaseException:
+        # An interrupt (raised in this thread) ends the run now: reads still in flight are
+        # not waited for (sync/run/interrupt.py).
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return outcomes
 
 
 def named(codes: dict[str | None, int]) -> dict[str, int]:
