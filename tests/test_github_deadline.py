@@ -8,6 +8,7 @@ leaves, which the fake reports (``gave_up``): the tests wait on that, never on t
 from __future__ import annotations
 
 import gzip
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -209,7 +210,11 @@ def test_all_of_a_commands_github_work_has_a_total_budget(fake_github: FakeGitHu
     with GitHubClient(config, budget=35, clock=clock) as gh, pytest.raises(GitHubError) as err:
         gh.list_comments(pr)
     message = one_line(err)
-    assert "budget of 35 s" in message and "4 request(s)" in message
+    assert "budget of 35 s" in message
+    # The fake answered 4 (the clock moves only with those); the client counts its attempts,
+    # and on a loaded machine a kept-alive connection the fake closed is one more.
+    sent = re.search(r"\((\d+) request\(s\);", message)
+    assert sent is not None and int(sent.group(1)) >= 4, message
     assert len(fake_github.calls) == 4
 
 
