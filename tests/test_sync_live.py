@@ -101,6 +101,8 @@ def test_address_change_is_one_in_place_update(
     drift = fleet_sync(["drift", "-f", str(fleet), "--format", "json"], proxy.env())
     assert drift.code == 2, drift.err
     assert json.loads(drift.out)["hash"] == plan["hash"]
+    # It says it is drift and what converges it (stderr: stdout is the one JSON document).
+    assert "drift: the proxy differs from fleet.yaml; apply (or drift --fix)" in drift.err
     apply_ok(proxy, fleet)
     mine = [r for r in proxy.routes() if r["model_name"] == model]
     assert sorted(r["litellm_params"]["api_base"] for r in mine) == sorted(

@@ -56,6 +56,9 @@ def run_drift(
             if o.value is not None:
                 show_plan(o.value.plan, options.fmt)
     codes = {o.target: o.code for o in outcomes if o.value is None}
+    if not options.fix and (drifted := [o for o in outcomes if o.value and not o.value.plan.empty]):
+        where = "" if not sectioned(outcomes) else f" on {len(drifted)} target(s)"
+        err(f"drift{where}: the proxy differs from fleet.yaml; apply (or drift --fix) converges it")
     if options.fix:
         outcomes = fix_all(reading, targets, outcomes, codes, options.fmt, signals)
     retired = EXIT_OK
