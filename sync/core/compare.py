@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Set
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sync.core.kept import KeptBy
 from sync.core.render import PAUSED, READ, TAG_PATHS, TAGS, Route, value_digest
 from sync.litellm.normalise import SECTIONS, Path, leaves, readable, same
 from sync.litellm.owned import NEVER_LISTED
@@ -55,8 +56,8 @@ def _leaves(route: Route, tops: Set[Path] | None = None) -> dict[Path, Any]:
     out: dict[Path, Any] = {}
     for section in SECTIONS:
         values = route.litellm_params if section == "litellm_params" else route.model_info
-        if tops is not None:
-            values = {k: v for k, v in values.items() if (section, k) in tops}
+        if tops is not None:  # the few keys asked for, not the ~200 LiteLLM lists (leaves sorts)
+            values = {t[1]: values[t[1]] for t in tops if t[0] == section and t[1] in values}
         out.update(
             (p, v)
             for p, v in leaves(section, values)
@@ -65,23 +66,56 @@ def _leaves(route: Route, tops: Set[Path] | None = None) -> dict[Path, Any]:
     return out
 
 
+# A desired route's comparison inputs, and each live route's comparisons (by desired route).
+_WANTED: KeptBy[Route, _Wanted] = KeptBy()
+_DIFFS: KeptBy[Route, dict[int, tuple[Route, tuple[FieldChange, ...]]]] = KeptBy()
+
+
 def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
-    return tuple(sorted(_changes(live, desired), key=lambda c: c.path))
+    """The field changes that bring `live` to `desired`, by path. Kept while `live` lives: one
+    run plans the same routes more than once (the live read plans to find the ids it would
+    create, pods' agreement plans each pod's listing), and a route is a value nothing changes."""
+    kept = _DIFFS.get(live)
+    if kept is not None and (found := kept.get(id(desired))) and found[0] is desired:
+        return found[1]
+    changes = tuple(sorted(_changes(live, desired), key=lambda c: c.path))
+    if kept is None:
+        kept = _DIFFS.put(live, {})
+    kept[id(desired)] = (desired, changes)  # `desired` held: its id names no other route
+    return changes
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What a comparison needs of a desired route alone, worked out once per route."""
+
+    want: dict[Path, Any]  # its leaves
+    ours: dict[Path, Any]  # the readable ones (compared as read back)
+    provider: str | None
+    tops: frozenset[Path]  # the top-level keys compared, before the live route's redirects
+
+
+def _wanted(desired: Route) -> _Wanted:
+    kept = _WANTED.get(desired)
+    if kept is not None:
+        return kept
+    want = _leaves(desired)
+    # fleet-sync's own tags are always compared: a tag the route carries and this run does not
+    # write (another source's, taken over by a run without one) must go too.
+    tops = frozenset({p[:2] for p in want} | {("model_info", tag) for tag in TAGS})
+    ours = {p: v for p, v in want.items() if readable(p, v)}
+    provider = provider_of(desired.litellm_params.get("model"))
+    return _WANTED.put(desired, _Wanted(want, ours, provider, tops))
 
 
 def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
-    want = _leaves(desired)
-    # fleet-sync's own tags are always compared: a tag the route carries and this run does not
-    # write (another source's, taken over by a run without one) must go too. So are the keys
-    # that send the route's requests elsewhere than its api_base (sync/litellm/redirects.py),
-    # whoever set them: fleet.yaml cannot, so a live one is always drift, to remove.
-    provider = provider_of(desired.litellm_params.get("model"))
-    redirects = redirecting(live.litellm_params, provider)
-    tops = (
-        {p[:2] for p in want}
-        | {("model_info", tag) for tag in TAGS}
-        | {("litellm_params", key) for key in redirects}
-    )
+    wanted = _wanted(desired)
+    want = wanted.want
+    # So are the keys that send the route's requests elsewhere than its api_base
+    # (sync/litellm/redirects.py), whoever set them: fleet.yaml cannot, so a live one is always
+    # drift, to remove.
+    redirects = redirecting(live.litellm_params, wanted.provider)
+    tops = wanted.tops | {("litellm_params", key) for key in redirects}
     record = live.written
     # What the record tells of what was written: a malformed one still tells its readable
     # entries (a key fleet.yaml dropped is then removed); the record itself is rewritten below.
@@ -98,7 +132,7 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     dropped = known.keys() - want.keys() - have.keys()  # usually none: no loop then
     extras = [p for p in known if p in dropped] if dropped else []
     written = {p: every[p] for p in extras if p in every and p not in hidden}
-    ours, theirs = _projected(want, have, written)
+    ours, theirs = _projected(wanted.ours, want, have, written)
     # Equal projections (nearly every route of a plan) never reach DeepDiff.
     found = {} if ours == theirs else field_detail(theirs, ours)
     if live.model_name != desired.model_name:
@@ -136,14 +170,13 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
 
 
 def _projected(
-    want: dict[Path, Any], have: dict[Path, Any], written: dict[Path, Any]
+    ours: dict[Path, Any], want: dict[Path, Any], have: dict[Path, Any], written: dict[Path, Any]
 ) -> tuple[dict[Path, Any], dict[Path, Any]]:
     """The two trees whose difference is read back: fleet.yaml's readable leaves, and the live
     leaves fleet-sync compares (under the keys it sets, plus `written`: readable leaves it wrote
     earlier under a key fleet.yaml no longer sets). A live value that LiteLLM's coercion makes
     the desired one (600.0 for 600) is projected as the desired value: only real differences
-    remain, and equal routes give equal trees."""
-    ours = {p: v for p, v in want.items() if readable(p, v)}
+    remain, and equal routes give equal trees. `ours`: want's readable leaves."""
     theirs: dict[Path, Any] = {}
     for path, value in have.items():
         if path in ours:
