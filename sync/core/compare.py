@@ -6,8 +6,9 @@ recorded when it wrote it (TAG_PATHS). A live value at such a path is never put 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from sync.core.kept import KeptBy
@@ -68,6 +69,7 @@ def _leaves(route: Route, tops: Set[Path] | None = None) -> dict[Path, Any]:
 
 # A desired route's comparison inputs, and each live route's comparisons (by desired route).
 _WANTED: KeptBy[Route, _Wanted] = KeptBy()
+_QUICK: KeptBy[Route, tuple[_Quick | None]] = KeptBy()
 _DIFFS: KeptBy[Route, dict[int, tuple[Route, tuple[FieldChange, ...]]]] = KeptBy()
 
 
@@ -78,7 +80,11 @@ def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
     kept = _DIFFS.get(live)
     if kept is not None and (found := kept.get(id(desired))) and found[0] is desired:
         return found[1]
-    changes = tuple(sorted(_changes(live, desired), key=lambda c: c.path))
+    quick = _quick(desired)
+    if quick is not None and _unchanged(live, desired, quick):
+        changes: tuple[FieldChange, ...] = ()
+    else:
+        changes = tuple(sorted(_changes(live, desired), key=lambda c: c.path))
     if kept is None:
         kept = _DIFFS.put(live, {})
     kept[id(desired)] = (desired, changes)  # `desired` held: its id names no other route
@@ -95,6 +101,15 @@ class _Wanted:
     tops: frozenset[Path]  # the top-level keys compared, before the live route's redirects
 
 
+# A top-level key compared whose desired value is one leaf: (path, the leaf or MISSING for a
+# tag of fleet-sync's this route does not carry, READ when it reads back (else None), the digest
+# the record must hold of an unreadable one, whether that is an os.environ/ reference (LiteLLM
+# drops one it cannot resolve)). Plain tuples: one per key of every desired route.
+_Top = tuple[Path, Any, str | None, str | None, bool]
+MISSING = object()
+_TAG_TOPS: tuple[Path, ...] = tuple(("model_info", t) for t in sorted(TAGS) if t != TAG_PATHS)
+
+
 def _wanted(desired: Route) -> _Wanted:
     kept = _WANTED.get(desired)
     if kept is not None:
@@ -106,6 +121,92 @@ def _wanted(desired: Route) -> _Wanted:
     ours = {p: v for p, v in want.items() if readable(p, v)}
     provider = provider_of(desired.litellm_params.get("model"))
     return _WANTED.put(desired, _Wanted(want, ours, provider, tops))
+
+
+@dataclass(frozen=True)
+class _Quick:
+    """A desired route whose every value is a leaf, as _unchanged reads it."""
+
+    keys: frozenset[Path]  # its leaves' paths (the `want` of _changes)
+    provider: str | None
+    tops: tuple[_Top, ...]  # each top-level key compared: its leaves, and fleet-sync's tags
+
+
+def _quick(desired: Route) -> _Quick | None:
+    """_Quick of the route, or None when a value is a mapping (its leaves are compared one by
+    one: _changes). The leaves _leaves gives, without its walk: the top-level values but nulls,
+    the record of paths and the pause state."""
+    kept = _QUICK.get(desired)
+    if kept is not None:
+        return kept[0]
+    out: list[_Top] = []
+    for section in SECTIONS:
+        values = desired.litellm_params if section == "litellm_params" else desired.model_info
+        for key, value in values.items():
+            if value is None or (section == "model_info" and key in (TAG_PATHS, PAUSED)):
+                continue
+            if _mapping(value) and value:
+                return _QUICK.put(desired, (None,))[0]
+            path = (section, key)
+            if readable(path, value):
+                out.append((path, value, READ, None, False))
+            else:
+                out.append((path, value, None, _digest(value), is_reference(value)))
+    keys = frozenset(top[0] for top in out)
+    out += [(t, MISSING, None, None, False) for t in _TAG_TOPS if t not in keys]
+    provider = provider_of(desired.litellm_params.get("model"))
+    return _QUICK.put(desired, (_Quick(keys, provider, tuple(out)),))[0]
+
+
+_LEAF_TYPES = frozenset({str, int, float, bool, type(None), list, tuple})
+
+
+def _mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), JSON's leaf types answered without the ABC's check."""
+    kind = type(value)
+    return kind is dict or (kind not in _LEAF_TYPES and isinstance(value, Mapping))
+
+
+def _digest(value: Any) -> str:
+    """value_digest, kept for text (the same api_key reference on every host)."""
+    return _text_digest(value) if type(value) is str else value_digest(value)
+
+
+@lru_cache(maxsize=1024)
+def _text_digest(value: str) -> str:
+    return value_digest(value)
+
+
+def _unchanged(live: Route, desired: Route, quick: _Quick) -> bool:
+    """True only where _changes finds nothing, by its rules on top-level values (no walk of
+    leaves, no projection, no sort): a route as fleet-sync wrote it, its record of paths naming
+    only what fleet.yaml sets, nothing redirecting it, and at each compared key the desired
+    leaf read back (LiteLLM's coercion allowed), or, where LiteLLM masks or resolves it, the
+    recorded digest of it (and the value still listed, unless a top-level reference). Anything
+    else, a mapping on either side above all, is left to _changes."""
+    if live.model_name != desired.model_name or live.paused != desired.paused:
+        return False
+    record = live.written
+    if record is None or not record.keys() <= quick.keys:
+        return False
+    if redirecting(live.litellm_params, quick.provider):
+        return False
+    params, info = live.litellm_params, live.model_info
+    for path, desired_value, read, digest, reference in quick.tops:
+        value = (params if path[0] == "litellm_params" else info).get(path[1])
+        if _mapping(value):
+            return False
+        if desired_value is MISSING:
+            if value is not None:  # a tag this route should not carry: removed
+                return False
+        elif read:
+            if value is None or not same(desired_value, value):
+                return False
+        elif value is None and path in record and not reference:
+            return False  # listed by LiteLLM (masked) when present: taken away by hand
+        elif record.get(path) != digest:
+            return False
+    return True
 
 
 def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
