@@ -14,12 +14,13 @@ what the others serve."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Literal
 
+from sync.collector import held
 from sync.core.compare import diff
 from sync.core.ownership import Owner
 from sync.core.plan import Change, Create, Delete, Plan, Update
@@ -392,23 +393,28 @@ class _ReadBack:
         total, began = len(pending), time.monotonic()
         deadline = began + self.timeout
         while pending:
-            for url in self.client.urls:
-                try:
-                    by_id = {r.id: r for r in self.client.list_routes(url)}
-                except ProxyError as exc:
-                    self.errors[url] = str(exc)
-                    continue
-                self.errors.pop(url, None)
-                self.last[url] = by_id
-                for w in pending:
-                    key = self._key(w, url)
-                    self.seen[key] = self.seen.get(key, False) or _shows(w.change, by_id)
+            with held():  # sync/collector.py: a poll of 10,000 routes, not the waits between
+                self._read_all(pending)
             pending = [w for w in pending if self.lagging(w)]
             elapsed = time.monotonic() - began
             self.progress.waiting(total - len(pending), total, elapsed, self.timeout)
             if not pending or time.monotonic() >= deadline:
                 return
             self.sleep(self.poll)
+
+    def _read_all(self, pending: Sequence[_Written]) -> None:
+        """One poll: every pod's listing, and what of `pending` each shows."""
+        for url in self.client.urls:
+            try:
+                by_id = {r.id: r for r in self.client.list_routes(url)}
+            except ProxyError as exc:
+                self.errors[url] = str(exc)
+                continue
+            self.errors.pop(url, None)
+            self.last[url] = by_id
+            for w in pending:
+                key = self._key(w, url)
+                self.seen[key] = self.seen.get(key, False) or _shows(w.change, by_id)
 
     def outcomes(self, written: Iterable[_Written]) -> list[Outcome]:
         outcomes = []

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from sync.collector import held
 from sync.errors import FleetSyncError
 from sync.litellm.releases import LiteLLMRelease
 
@@ -54,15 +55,16 @@ class LiveState:
 
         if self.made is not None and self.made[0] is fleet and self.made[1] == take_over:
             return replace(self.made[2], notes=tuple(self.notes))
-        return make_plan(
-            fleet,
-            render(fleet),
-            self.listed,
-            self.unlisted,
-            take_over,
-            self.litellm_version,
-            self.notes,
-        )
+        with held():
+            return make_plan(
+                fleet,
+                render(fleet),
+                self.listed,
+                self.unlisted,
+                take_over,
+                self.litellm_version,
+                self.notes,
+            )
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,18 @@ def read_live(
     the fleet, and those `past` names, of which only rows tagged with this fleet are read: a
     row of ours no plan can see would stay forever. And any stored row, of whatever group,
     holding an id the plan would create (sync/live/stored.py read_holders)."""
+    with held():
+        return _read_live(client, fleet, tell, take_over, settle_timeout, past)
+
+
+def _read_live(
+    client: LiteLLMClient,
+    fleet: Fleet,
+    tell: Tell,
+    take_over: bool,
+    settle_timeout: float,
+    past: PastGroups,
+) -> LiveState:
     from sync.live.stored import read_holders_planned, read_unlisted
 
     listed = read_agreed(client, fleet, take_over, settle_timeout)
