@@ -6,10 +6,12 @@ recorded when it wrote it (TAG_PATHS). A live value at such a path is never put 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
+from sync.core.kept import KeptBy
 from sync.core.render import PAUSED, READ, TAG_PATHS, TAGS, Route, value_digest
 from sync.litellm.normalise import SECTIONS, Path, leaves, readable, same
 from sync.litellm.owned import NEVER_LISTED
@@ -55,8 +57,8 @@ def _leaves(route: Route, tops: Set[Path] | None = None) -> dict[Path, Any]:
     out: dict[Path, Any] = {}
     for section in SECTIONS:
         values = route.litellm_params if section == "litellm_params" else route.model_info
-        if tops is not None:
-            values = {k: v for k, v in values.items() if (section, k) in tops}
+        if tops is not None:  # the few keys asked for, not the ~200 LiteLLM lists (leaves sorts)
+            values = {t[1]: values[t[1]] for t in tops if t[0] == section and t[1] in values}
         out.update(
             (p, v)
             for p, v in leaves(section, values)
@@ -65,23 +67,156 @@ def _leaves(route: Route, tops: Set[Path] | None = None) -> dict[Path, Any]:
     return out
 
 
+# A desired route's comparison inputs, and each live route's comparisons (by desired route).
+_WANTED: KeptBy[Route, _Wanted] = KeptBy()
+_QUICK: KeptBy[Route, tuple[_Quick | None]] = KeptBy()
+_DIFFS: KeptBy[Route, dict[int, tuple[Route, tuple[FieldChange, ...]]]] = KeptBy()
+
+
 def diff(live: Route, desired: Route) -> tuple[FieldChange, ...]:
-    return tuple(sorted(_changes(live, desired), key=lambda c: c.path))
+    """The field changes that bring `live` to `desired`, by path. Kept while `live` lives: one
+    run plans the same routes more than once (the live read plans to find the ids it would
+    create, pods' agreement plans each pod's listing), and a route is a value nothing changes."""
+    kept = _DIFFS.get(live)
+    if kept is not None and (found := kept.get(id(desired))) and found[0] is desired:
+        return found[1]
+    quick = _quick(desired)
+    if quick is not None and _unchanged(live, desired, quick):
+        changes: tuple[FieldChange, ...] = ()
+    else:
+        changes = tuple(sorted(_changes(live, desired), key=lambda c: c.path))
+    if kept is None:
+        kept = _DIFFS.put(live, {})
+    kept[id(desired)] = (desired, changes)  # `desired` held: its id names no other route
+    return changes
+
+
+@dataclass(frozen=True)
+class _Wanted:
+    """What a comparison needs of a desired route alone, worked out once per route."""
+
+    want: dict[Path, Any]  # its leaves
+    ours: dict[Path, Any]  # the readable ones (compared as read back)
+    provider: str | None
+    tops: frozenset[Path]  # the top-level keys compared, before the live route's redirects
+
+
+# A top-level key compared whose desired value is one leaf: (path, the leaf or MISSING for a
+# tag of fleet-sync's this route does not carry, READ when it reads back (else None), the digest
+# the record must hold of an unreadable one, whether that is an os.environ/ reference (LiteLLM
+# drops one it cannot resolve)). Plain tuples: one per key of every desired route.
+_Top = tuple[Path, Any, str | None, str | None, bool]
+MISSING = object()
+_TAG_TOPS: tuple[Path, ...] = tuple(("model_info", t) for t in sorted(TAGS) if t != TAG_PATHS)
+
+
+def _wanted(desired: Route) -> _Wanted:
+    kept = _WANTED.get(desired)
+    if kept is not None:
+        return kept
+    want = _leaves(desired)
+    # fleet-sync's own tags are always compared: a tag the route carries and this run does not
+    # write (another source's, taken over by a run without one) must go too.
+    tops = frozenset({p[:2] for p in want} | {("model_info", tag) for tag in TAGS})
+    ours = {p: v for p, v in want.items() if readable(p, v)}
+    provider = provider_of(desired.litellm_params.get("model"))
+    return _WANTED.put(desired, _Wanted(want, ours, provider, tops))
+
+
+@dataclass(frozen=True)
+class _Quick:
+    """A desired route whose every value is a leaf, as _unchanged reads it."""
+
+    keys: frozenset[Path]  # its leaves' paths (the `want` of _changes)
+    provider: str | None
+    tops: tuple[_Top, ...]  # each top-level key compared: its leaves, and fleet-sync's tags
+
+
+def _quick(desired: Route) -> _Quick | None:
+    """_Quick of the route, or None when a value is a mapping (its leaves are compared one by
+    one: _changes). The leaves _leaves gives, without its walk: the top-level values but nulls,
+    the record of paths and the pause state."""
+    kept = _QUICK.get(desired)
+    if kept is not None:
+        return kept[0]
+    out: list[_Top] = []
+    for section in SECTIONS:
+        values = desired.litellm_params if section == "litellm_params" else desired.model_info
+        for key, value in values.items():
+            if value is None or (section == "model_info" and key in (TAG_PATHS, PAUSED)):
+                continue
+            if _mapping(value) and value:
+                return _QUICK.put(desired, (None,))[0]
+            path = (section, key)
+            if readable(path, value):
+                out.append((path, value, READ, None, False))
+            else:
+                out.append((path, value, None, _digest(value), is_reference(value)))
+    keys = frozenset(top[0] for top in out)
+    out += [(t, MISSING, None, None, False) for t in _TAG_TOPS if t not in keys]
+    provider = provider_of(desired.litellm_params.get("model"))
+    return _QUICK.put(desired, (_Quick(keys, provider, tuple(out)),))[0]
+
+
+_LEAF_TYPES = frozenset({str, int, float, bool, type(None), list, tuple})
+
+
+def _mapping(value: Any) -> bool:
+    """isinstance(value, Mapping), JSON's leaf types answered without the ABC's check."""
+    kind = type(value)
+    return kind is dict or (kind not in _LEAF_TYPES and isinstance(value, Mapping))
+
+
+def _digest(value: Any) -> str:
+    """value_digest, kept for text (the same api_key reference on every host)."""
+    return _text_digest(value) if type(value) is str else value_digest(value)
+
+
+@lru_cache(maxsize=1024)
+def _text_digest(value: str) -> str:
+    return value_digest(value)
+
+
+def _unchanged(live: Route, desired: Route, quick: _Quick) -> bool:
+    """True only where _changes finds nothing, by its rules on top-level values (no walk of
+    leaves, no projection, no sort): a route as fleet-sync wrote it, its record of paths naming
+    only what fleet.yaml sets, nothing redirecting it, and at each compared key the desired
+    leaf read back (LiteLLM's coercion allowed), or, where LiteLLM masks or resolves it, the
+    recorded digest of it (and the value still listed, unless a top-level reference). Anything
+    else, a mapping on either side above all, is left to _changes."""
+    if live.model_name != desired.model_name or live.paused != desired.paused:
+        return False
+    record = live.written
+    if record is None or not record.keys() <= quick.keys:
+        return False
+    if redirecting(live.litellm_params, quick.provider):
+        return False
+    params, info = live.litellm_params, live.model_info
+    for path, desired_value, read, digest, reference in quick.tops:
+        value = (params if path[0] == "litellm_params" else info).get(path[1])
+        if _mapping(value):
+            return False
+        if desired_value is MISSING:
+            if value is not None:  # a tag this route should not carry: removed
+                return False
+        elif read:
+            if value is None or not same(desired_value, value):
+                return False
+        elif value is None and path in record and not reference:
+            return False  # listed by LiteLLM (masked) when present: taken away by hand
+        elif record.get(path) != digest:
+            return False
+    return True
 
 
 def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
-    want = _leaves(desired)
-    # fleet-sync's own tags are always compared: a tag the route carries and this run does not
-    # write (another source's, taken over by a run without one) must go too. So are the keys
-    # that send the route's requests elsewhere than its api_base (sync/litellm/redirects.py),
-    # whoever set them: fleet.yaml cannot, so a live one is always drift, to remove.
-    provider = provider_of(desired.litellm_params.get("model"))
-    redirects = redirecting(live.litellm_params, provider)
-    tops = (
-        {p[:2] for p in want}
-        | {("model_info", tag) for tag in TAGS}
-        | {("litellm_params", key) for key in redirects}
-    )
+    wanted = _wanted(desired)
+    want = wanted.want
+    # So are the keys that send the route's requests elsewhere than its api_base
+    # (sync/litellm/redirects.py), whoever set them: fleet.yaml cannot, so a live one is always
+    # drift, to remove.
+    redirects = redirecting(live.litellm_params, wanted.provider)
+    tops = wanted.tops | {("litellm_params", key) for key in redirects}
     record = live.written
     # What the record tells of what was written: a malformed one still tells its readable
     # entries (a key fleet.yaml dropped is then removed); the record itself is rewritten below.
@@ -98,7 +233,7 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
     dropped = known.keys() - want.keys() - have.keys()  # usually none: no loop then
     extras = [p for p in known if p in dropped] if dropped else []
     written = {p: every[p] for p in extras if p in every and p not in hidden}
-    ours, theirs = _projected(want, have, written)
+    ours, theirs = _projected(wanted.ours, want, have, written)
     # Equal projections (nearly every route of a plan) never reach DeepDiff.
     found = {} if ours == theirs else field_detail(theirs, ours)
     if live.model_name != desired.model_name:
@@ -136,14 +271,13 @@ def _changes(live: Route, desired: Route) -> Iterator[FieldChange]:
 
 
 def _projected(
-    want: dict[Path, Any], have: dict[Path, Any], written: dict[Path, Any]
+    ours: dict[Path, Any], want: dict[Path, Any], have: dict[Path, Any], written: dict[Path, Any]
 ) -> tuple[dict[Path, Any], dict[Path, Any]]:
     """The two trees whose difference is read back: fleet.yaml's readable leaves, and the live
     leaves fleet-sync compares (under the keys it sets, plus `written`: readable leaves it wrote
     earlier under a key fleet.yaml no longer sets). A live value that LiteLLM's coercion makes
     the desired one (600.0 for 600) is projected as the desired value: only real differences
-    remain, and equal routes give equal trees."""
-    ours = {p: v for p, v in want.items() if readable(p, v)}
+    remain, and equal routes give equal trees. `ours`: want's readable leaves."""
     theirs: dict[Path, Any] = {}
     for path, value in have.items():
         if path in ours:

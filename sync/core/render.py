@@ -76,14 +76,8 @@ class Route:
         entries = self.model_info.get(TAG_PATHS)
         if not isinstance(entries, list):
             return None
-        out: dict[Path, str] = {}
-        for entry in entries:
-            marker, _, raw = str(entry).partition(" ")
-            path = _recorded_path(raw)
-            if path is None:
-                return None
-            out[path] = marker
-        return out
+        record = _record(tuple(map(str, entries)))
+        return None if record is None else dict(record)
 
     @property
     def paused(self) -> bool:
@@ -126,6 +120,19 @@ class Route:
             "litellm_params": dict(self.litellm_params),
             "model_info": dict(self.model_info),
         }
+
+
+@lru_cache(maxsize=1024)  # routes of one fleet record the same few lists of paths
+def _record(entries: tuple[str, ...]) -> dict[Path, str] | None:
+    """A record of paths read (Route.written); callers get a copy."""
+    out: dict[Path, str] = {}
+    for entry in entries:
+        marker, _, raw = entry.partition(" ")
+        path = _recorded_path(raw)
+        if path is None:
+            return None
+        out[path] = marker
+    return out
 
 
 @lru_cache(maxsize=4096)  # every route records the same few paths

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from sync.collector import held
 from sync.core.changes import Change, Delete
 from sync.core.compare import diff
 from sync.core.render import Route
@@ -121,23 +122,28 @@ class ReadBack:
         total, began = len(pending), time.monotonic()
         deadline = began + self.timeout
         while pending:
-            for url in self.client.urls:
-                try:
-                    by_id = {r.id: r for r in self._listing(url)}
-                except ProxyError as exc:
-                    self.errors[url] = str(exc)
-                    continue
-                self.errors.pop(url, None)
-                self.last[url] = by_id
-                for w in pending:
-                    key = self._key(w, url)
-                    self.seen[key] = self.seen.get(key, False) or shows(w.change, by_id)
+            with held():  # sync/collector.py: a poll of 10,000 routes, not the waits between
+                self._read_all(pending)
             pending = [w for w in pending if self.lagging(w)]
             elapsed = time.monotonic() - began
             self.progress.waiting(total - len(pending), total, elapsed, self.timeout)
             if not pending or time.monotonic() >= self.interrupt.deadline(deadline):
                 return
             self.sleep(self.poll)
+
+    def _read_all(self, pending: list[Written]) -> None:
+        """One poll: every pod's listing, and what of `pending` each shows."""
+        for url in self.client.urls:
+            try:
+                by_id = {r.id: r for r in self._listing(url)}
+            except ProxyError as exc:
+                self.errors[url] = str(exc)
+                continue
+            self.errors.pop(url, None)
+            self.last[url] = by_id
+            for w in pending:
+                key = self._key(w, url)
+                self.seen[key] = self.seen.get(key, False) or shows(w.change, by_id)
 
     def outcomes(self, written: Iterable[Written]) -> list[Outcome]:
         outcomes = []

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
+from sync.collector import held
 from sync.errors import FleetSyncError
 from sync.litellm.releases import LiteLLMRelease
 
@@ -44,20 +45,26 @@ class LiveState:
     unlisted: Sequence[Route]
     litellm_version: str | None = None  # what the pod taking the writes reports
     notes: tuple[str, ...] = ()  # what could not be read (shown with every plan)
+    # The plan the read made of these routes (to find the ids it would create), for the Fleet
+    # (by identity) and take_over it was made for, without notes: the plan of the same inputs.
+    made: tuple[Fleet, bool, Plan] | None = field(default=None, compare=False, repr=False)
 
     def plan(self, fleet: Fleet, take_over: bool) -> Plan:
         from sync.core.planner import make_plan
         from sync.core.render import render
 
-        return make_plan(
-            fleet,
-            render(fleet),
-            self.listed,
-            self.unlisted,
-            take_over,
-            self.litellm_version,
-            self.notes,
-        )
+        if self.made is not None and self.made[0] is fleet and self.made[1] == take_over:
+            return replace(self.made[2], notes=tuple(self.notes))
+        with held():
+            return make_plan(
+                fleet,
+                render(fleet),
+                self.listed,
+                self.unlisted,
+                take_over,
+                self.litellm_version,
+                self.notes,
+            )
 
 
 @dataclass(frozen=True)
@@ -105,7 +112,19 @@ def read_live(
     the fleet, and those `past` names, of which only rows tagged with this fleet are read: a
     row of ours no plan can see would stay forever. And any stored row, of whatever group,
     holding an id the plan would create (sync/live/stored.py read_holders)."""
-    from sync.live.stored import read_holders, read_unlisted
+    with held():
+        return _read_live(client, fleet, tell, take_over, settle_timeout, past)
+
+
+def _read_live(
+    client: LiteLLMClient,
+    fleet: Fleet,
+    tell: Tell,
+    take_over: bool,
+    settle_timeout: float,
+    past: PastGroups,
+) -> LiveState:
+    from sync.live.stored import read_holders_planned, read_unlisted
 
     listed = read_agreed(client, fleet, take_over, settle_timeout)
     groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
@@ -115,12 +134,14 @@ def read_live(
         if r.model_name in groups or r.fleet == fleet.name
     ]
     release = read_release(client, tell)
-    unlisted += read_holders(client, fleet, listed, unlisted, take_over, release.version)
+    held, plan = read_holders_planned(client, fleet, listed, unlisted, take_over, release.version)
+    unlisted += held
     found = (past.note, check_providers(client, fleet, listed), _sourceless(fleet, listed))
     notes = [n for n in found if n]
     for note in notes:  # said once the proxy was read: a failed read is one line, its error
         tell(f"note: {note}")
-    return LiveState(listed, unlisted, release.version, tuple(notes))
+    made = (fleet, take_over, plan) if plan is not None else None
+    return LiveState(listed, unlisted, release.version, tuple(notes), made)
 
 
 def read_agreed(

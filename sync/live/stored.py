@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from sync.live.answers import parse_route
 
 if TYPE_CHECKING:
+    from sync.core.plan import Plan
     from sync.core.render import Route
     from sync.fleet.model import Fleet
     from sync.live.client import LiteLLMClient
@@ -169,6 +170,20 @@ def read_holders(
 ) -> list[Route]:
     """The stored rows the router does not list that hold an id the plan (made from what was
     read) would create: one `?modelId=` read per create id, none when it creates nothing."""
+    return read_holders_planned(client, fleet, listed, unlisted, take_over, litellm_version)[0]
+
+
+def read_holders_planned(
+    client: LiteLLMClient,
+    fleet: Fleet,
+    listed: Sequence[Route],
+    unlisted: Sequence[Route],
+    take_over: bool,
+    litellm_version: str | None,
+) -> tuple[list[Route], Plan | None]:
+    """read_holders, and the plan of the last round when it found no holder: the plan of
+    `listed` and `[*unlisted, *found]` (without notes), which the live read keeps so the command
+    does not make it again; None when the rounds ran out."""
     from sync.core.planner import make_plan
     from sync.core.render import render
 
@@ -182,6 +197,6 @@ def read_holders(
         asked.update(ids)
         held = [row for row in map(client.find_stored, ids) if row is not None]
         if not held:
-            return found
+            return found, plan
         found += held
-    return found
+    return found, None
