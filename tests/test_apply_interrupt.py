@@ -179,3 +179,19 @@ def test_an_interrupt_before_any_write_is_no_targets_error() -> None:
 
     with pytest.raises(Interrupted):
         attempt(None, stopped)
+
+
+def test_after_a_write_a_signal_during_a_later_targets_read_stops_that_read() -> None:
+    """A target's read after an earlier target wrote is abandoned at once (an outside attack:
+    a slow proxy kept the run 77 s past SIGINT); outside reads and writes the signal only asks
+    the run to start no further target, so an account being printed is never cut."""
+    signals = Signals()
+    signals.writes()
+    with pytest.raises(Interrupted) as stopped, signals.reads():
+        signals.handle(signal.SIGTERM, None)
+    assert stopped.value.exit_code == 143
+    assert "while the next target was read" in str(stopped.value)
+    between = Signals()
+    between.writes()
+    between.handle(signal.SIGINT, None)  # printing a result, posting a comment: no raise
+    assert between.interrupt.requested and between.exit_code == 130

@@ -326,8 +326,11 @@ class LiteLLMClient:
         deadline = time.monotonic() + settle_timeout
         view = project or _fingerprint
         while True:
-            with ThreadPoolExecutor(max_workers=len(self.urls)) as pool:  # each pod works alone
+            pool = ThreadPoolExecutor(max_workers=len(self.urls))  # each pod works alone
+            try:
                 listings = list(pool.map(self.list_routes, self.urls))
+            finally:  # an interrupt raised here (sync/run/interrupt.py) waits for no pod
+                pool.shutdown(wait=False, cancel_futures=True)
             prints = [view(routes) for routes in listings]
             if all(p == prints[0] for p in prints):
                 return listings[0]

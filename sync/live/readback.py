@@ -156,7 +156,12 @@ class ReadBack:
                 outcomes.append(Outcome(w.change, "done", w.detail))
             else:
                 why = "; ".join(f"{u}: {self.errors[u]}" for u in lagging if u in self.errors)
-                detail = f"{w.detail}; not listed by {', '.join(lagging)} within {self.timeout:g}s"
+                waited = (
+                    "before the interrupted apply's deadline"
+                    if self.interrupt.requested
+                    else f"within {self.timeout:g}s"
+                )
+                detail = f"{w.detail}; not listed by {', '.join(lagging)} {waited}"
                 detail += f" ({why})" if why else ""
                 outcomes.append(Outcome(w.change, "unconfirmed", detail, lagging))
         return outcomes

@@ -17,6 +17,7 @@ from sync.core.promotion import HELD_CODE, hold, worst
 from sync.run.console import EXIT_INCOMPLETE, EXIT_OK, EXIT_REFUSED, err, fail, out, tell
 from sync.run.endpoint import check_can_write
 from sync.run.github import on_github
+from sync.run.interrupt import Interrupted
 from sync.run.outcome import Outcome, attempt, named
 from sync.run.reading import Reading, TargetPlan, plan_all, plan_target
 from sync.run.saved import Reviewed, check_reviewed, read_reviewed, refuse_stale
@@ -87,7 +88,13 @@ def run_apply(
             _unplanned(run, outcome, options)
             continue
         work = partial(apply_target, reading, outcome.value, options, reviewed, run.wrote, signals)
-        done = attempt(name, work)
+        try:
+            done = attempt(name, work)
+        except Interrupted:  # while this later target was read: it and the rest not started
+            if name is None or not signals.wrote:
+                raise
+            _not_started(run, name, options)
+            continue
         run.codes[name] = done.code if done.value is None else done.value.code
         # A target stopped part-way (exit 1 from an aborted apply) may have written too.
         run.wrote = run.wrote or (
@@ -192,7 +199,8 @@ def apply_target(
     from sync.report.formats import format_named
 
     if reread:
-        planned = plan_target(reading, planned.name, planned.endpoint, planned.after)
+        with signals.reads():
+            planned = plan_target(reading, planned.name, planned.endpoint, planned.after)
         if reviewed is not None:
             check_reviewed(reviewed, planned.name, planned.plan)
     the_plan, fmt, name = planned.plan, options.fmt, planned.name

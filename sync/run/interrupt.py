@@ -19,15 +19,16 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Interrupted(Exception):
-    """The run was stopped by a signal before it wrote anything. Not a FleetSyncError: no
-    target's error handling (sync/run/outcome.py attempt) may take it for that target's and go
-    on with the next; it ends the command (sync/commands/main.py)."""
+    """A signal stopped a read: before any write the run ends (sync/commands/main.py); after a
+    target wrote, the apply run marks the rest not started (sync/run/apply.py). Not a
+    FleetSyncError: no target's error handling (sync/run/outcome.py attempt) may take it for
+    that target's own and go on with the next."""
 
-    def __init__(self, signum: int) -> None:
-        super().__init__(
-            f"interrupted ({signal.Signals(signum).name}) before any write; nothing was sent "
-            "to the proxy"
-        )
+    def __init__(self, signum: int, wrote: bool = False) -> None:
+        said = "before any write; nothing was sent to the proxy"
+        if wrote:
+            said = "while the next target was read; it and the rest were not started"
+        super().__init__(f"interrupted ({signal.Signals(signum).name}) {said}")
         self.exit_code = 128 + signum
 
 
@@ -39,6 +40,7 @@ class Signals:
         self.interrupt = Interrupt()
         self.signum: int | None = None
         self.wrote = False  # an apply's writes began in this run
+        self.reading = False  # a later target is being read: a signal stops the read at once
 
     @property
     def exit_code(self) -> int | None:
@@ -56,11 +58,20 @@ class Signals:
             _say(f"error: {name} again: stopped at once; {left}")
             os._exit(128 + self.signum)
         self.signum = signum
-        if not self.wrote:
-            raise Interrupted(signum)
+        if not self.wrote or self.reading:
+            raise Interrupted(signum, self.wrote)
         self.interrupt.request()
         _say(f"{name}: no new write starts; settling the writes in flight, then the result "
              "(a second signal stops at once)")  # fmt: skip
+
+    @contextmanager
+    def reads(self) -> Iterator[None]:
+        """A later target's read: abandoned at once on a signal (nothing of it was written)."""
+        self.reading = True
+        try:
+            yield
+        finally:
+            self.reading = False
 
     def writes(self) -> Interrupt:
         """An apply's writes begin: a signal from now on settles instead of stopping."""
