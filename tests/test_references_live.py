@@ -63,6 +63,7 @@ def read_env(proxy: Proxy) -> dict[str, str]:
     return {**env, "LITELLM_PROXY_READ_API_KEY": read_only_key(proxy)}
 
 
+@pytest.mark.litellm_matrix  # each release reads keys, teams and router settings its own way
 def test_a_key_a_team_and_a_fallback_naming_a_removed_group_refuse_the_plan(
     proxy: Proxy, tmp_path: Path, fleet_name: str, made: list[tuple[str, Any]]
 ) -> None:
