@@ -67,11 +67,16 @@ def test_read_only_key_plans_and_checks_drift_but_never_writes(
     live = proxy.route(route_id(fleet_name, model, "a"))
     assert live is not None and live["litellm_params"]["api_base"] == OLD
 
-    # drift --fix writes: it also stops, and the read key alone never reaches a write.
+    # drift --fix writes: it also stops, and the read key alone never reaches a write (it
+    # writes with LITELLM_PROXY_API_KEY or --api-key only, and says so before any request).
     run = fleet_sync(
         ["drift", "--fix", "-f", str(fleet)],
         env_with(proxy, recorded, LITELLM_PROXY_READ_API_KEY=reader),
     )
+    assert run.code == 1 and "no write key given: drift --fix writes with" in run.err
+    # Given as --api-key, the read key is refused by its role before any write.
+    run = fleet_sync(["drift", "--fix", "-f", str(fleet), "--api-key", reader],
+                     env_with(proxy, recorded))  # fmt: skip
     assert run.code == 1 and READ_ONLY in run.err
     assert [r for r in recorded.log if r.is_write] == []
 
