@@ -92,6 +92,10 @@ def test_draining_a_groups_last_route_vanishes_it_as_a_prune_does() -> None:
     assert refs.vanishing(plan) == ("m",)
     kept = plan_of({"m": ["h", "k"]}, [{"rendered": "m/h"}, {"rendered": "m/k"}])
     assert refs.vanishing(kept) == ()
+    # The group keeps its (paused) route: a key listing it gets 403 "Model is blocked".
+    holdings = Holdings(holders=(Holder("key", "k", models=("m", "x")),))
+    [key] = collect(plan, holdings).found
+    assert "403 Model is blocked" in key.effect and "400" not in key.effect
 
 
 def test_a_route_the_fleet_does_not_own_keeps_the_group() -> None:

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
+from dataclasses import replace
 
-from sync.core.plan import Plan
+from sync.core.plan import Plan, Update
 from sync.core.references import (
     DATABASE,
     FALLBACK_KINDS,
@@ -22,6 +23,10 @@ from sync.core.references import (
     vanishing,
 )
 from sync.core.render import Route
+
+INVALID = "fail (400 invalid model name)"
+# A group whose routes are all paused keeps its name: LiteLLM answers 403 "Model is blocked".
+BLOCKED = "fail (403 Model is blocked: every route of it is paused)"
 
 
 def find(
@@ -60,7 +65,7 @@ def _router(group: str, router: RouterSettings) -> list[Reference]:
                     "model_group_alias",
                     f"alias {alias}",
                     router.lives("model_group_alias"),
-                    f"requests for {alias} fail (400 invalid model name)",
+                    f"requests for {alias} {INVALID}",
                     True,
                 )
             )
@@ -103,7 +108,7 @@ def _holder(group: str, holder: Holder) -> list[Reference]:
     out: list[Reference] = []
     if group in holder.models:
         only = len(holder.models) == 1
-        effect = f"its requests for {group} fail (400 invalid model name)" + (
+        effect = f"its requests for {group} {INVALID}" + (
             "; it is the only model listed, so the key can call nothing"
             if only and holder.kind == "key"
             else "; it is the only model listed, so the team can call nothing"
@@ -119,7 +124,7 @@ def _holder(group: str, holder: Holder) -> list[Reference]:
                     f"{holder.kind} model alias",
                     who,
                     DATABASE,
-                    f"its requests for {alias} fail (400 invalid model name)",
+                    f"its requests for {alias} {INVALID}",
                     True,
                 )
             )
@@ -192,9 +197,14 @@ def collect(plan: Plan, holdings: Holdings) -> References:
     """The References of `plan` from what the live edge read."""
     groups = vanishing(plan)
     listed = [g for g, _ in plan.live_groups]
+    paused = {c.model_name for c in plan.changes if isinstance(c, Update) and c.pause is True}
+    found = tuple(
+        replace(r, effect=r.effect.replace(INVALID, BLOCKED)) if r.group in paused else r
+        for r in find(groups, holdings, listed, plan.links)
+    )
     return References(
         groups=groups,
-        found=find(groups, holdings, listed, plan.links),
+        found=found,
         renames=renames(plan, groups),
         unread=holdings.unread,
         unchecked=holdings.unchecked,
