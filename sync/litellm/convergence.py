@@ -29,15 +29,16 @@ PRICING = re.compile(r"(^|_)cost_per_|_token_cost($|_)|^tiered_pricing$|_uplift_
 # LiteLLM_Params types the key as an integer (rpm, tpm, itpm, otpm, max_retries, ...), the
 # reload's LiteLLM_Params.model_validate then refuses the float (pydantic: int_parsing_size),
 # and ProxyConfig._add_deployment runs that for every row in one loop without a try: one such
-# row ends the reload of every route on the proxy, each later write answers 500, and LiteLLM's
+# row ends the reload where the database lists it (no ORDER BY: table order, in practice
+# insertion order), so no route written after it loads and each such write answers 500; LiteLLM's
 # /model/delete cannot find the row to delete it (1.98.1, 1.108.7, 1.110.2; seen on the real
 # proxy, tests/test_value_limits_live.py). Elsewhere the float never reads back as written.
 INT_MIN, INT_MAX = -(2**63), 2**64 - 1
 OUT_OF_RANGE = (
     f"is outside {INT_MIN}..{INT_MAX}, the integers LiteLLM's database keeps (it turns any "
     "other into a float): LiteLLM stores it but its router cannot load the route, and one such "
-    "row stops every route change on the proxy (where LiteLLM wants an integer: rpm, tpm, "
-    "max_retries, ...; elsewhere it never reads back as written)"
+    "row stops the proxy loading routes written after it (where LiteLLM wants an integer: rpm, "
+    "tpm, max_retries, ...; elsewhere it never reads back as written)"
 )
 # Per-key default limits LiteLLM applies to each virtual key of the route: below 0, LiteLLM
 # 1.110.2 stores the route (500 "saved to the database, but ... not live in this pod's router")
