@@ -133,3 +133,42 @@ def test_version_is_read_from_the_captured_readiness_details(version: str) -> No
     client = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=httpx.MockTransport(answer))
     assert client.read_version("http://127.0.0.1:9") == version
     assert seen == ["/health/readiness/details"]
+
+
+@pytest.mark.parametrize(
+    ("details_status", "readiness", "version"),
+    [
+        (401, {"status": "healthy", "db": "connected"}, None),  # a key details refuses
+        (404, {"status": "healthy", "db": "connected", "litellm_version": "1.60.0"}, "1.60.0"),
+    ],
+)
+def test_readiness_falls_back_to_the_public_probe_and_the_version_is_not_asked_again(
+    details_status: int, readiness: dict[str, Any], version: str | None
+) -> None:
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if request.url.path == "/health/readiness/details":
+            return httpx.Response(details_status, json={"error": {"message": "no"}})
+        return httpx.Response(200, json=readiness)
+
+    client = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=httpx.MockTransport(answer))
+    client.check_ready("http://127.0.0.1:9")
+    assert client.read_version("http://127.0.0.1:9") == version
+    assert seen == ["/health/readiness/details", "/health/readiness"]
+
+
+@pytest.mark.parametrize("version", TESTED)
+def test_one_readiness_read_says_the_database_and_the_version(version: str) -> None:
+    details = next(a for a in captured(version)["answers"] if a["case"] == "readiness details")
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(details["status"], json=details["body"])
+
+    client = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=httpx.MockTransport(answer))
+    client.check_ready("http://127.0.0.1:9")
+    assert client.read_version("http://127.0.0.1:9") == version
+    assert seen == ["/health/readiness/details"]

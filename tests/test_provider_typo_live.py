@@ -59,7 +59,9 @@ def test_a_provider_the_proxy_does_not_know_is_refused_before_anything_is_writte
 def test_a_proxy_that_does_not_list_its_providers_is_said_and_the_plan_goes_on(
     proxy: Proxy, tmp_path: Path, fleet_name: str
 ) -> None:
-    path = write_fleet(tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": {"hosts": {}}})
+    # Asked only about a provider no listed route has (no test here makes a cloudflare route).
+    model = {"provider": "cloudflare", "hosts": {"a": ADDRESS}}
+    path = write_fleet(tmp_path / "fleet.yaml", fleet_name, {f"{fleet_name}-m": model})
     with FaultProxy(proxy.url) as fp:
         fp.add_rule("GET", r"^/public/providers", Fault.status(404), times=None)
         run = fleet_sync(

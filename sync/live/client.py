@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 
@@ -79,6 +79,9 @@ class LiteLLMClient:
         self.timeout = timeout
         self.key_name = key_name  # where the key came from, for messages that say to fix it
         self.page_size = PAGE_SIZE  # halved while a page is too large
+        # The version each pod reported with its readiness (check_ready), so read_version
+        # does not ask again: one request a pod says both.
+        self._versions: dict[str, str | None] = {}
         # Sent on writes only: LiteLLM's audit trail names who changed a route.
         self._write_headers = {CHANGED_BY_HEADER: changed_by_header or changed_by({})}
         self._http = httpx.Client(
@@ -210,23 +213,46 @@ class LiteLLMClient:
     # -- reads -------------------------------------------------------------------------------
 
     def check_ready(self, url: str) -> None:
-        """Fail early on a proxy without a database (it lists nothing and cannot write)."""
+        """Fail early on a proxy without a database (it lists nothing and cannot write). Asks
+        the authenticated /health/readiness/details first, which says the database's state and
+        the LiteLLM version in one answer (1.98-1.110); where it does not answer (older
+        releases, a key it refuses), the public /health/readiness."""
         try:
-            data = self._send("GET", url, "/health/readiness", write=False)
+            data = self._send("GET", url, "/health/readiness/details", write=False)
         except ProxyError as exc:
-            if exc.kind is ErrorKind.TRANSIENT:
-                raise ProxyError(
-                    ErrorKind.TRANSIENT, f"proxy unreachable at {strip_userinfo(url)}: {exc}"
-                ) from None
-            if exc.kind is ErrorKind.NO_DATABASE:
-                raise ProxyError(
-                    ErrorKind.NO_DATABASE,
-                    f"the proxy at {strip_userinfo(url)} cannot reach its database ({exc}); its "
-                    "route listing would be stale and no write would stick: fix the database, "
-                    "then run again",
-                    exc.status,
-                ) from None
-            raise
+            if exc.kind in (ErrorKind.TRANSIENT, ErrorKind.NO_DATABASE):
+                self._unready(url, exc)
+            data = None
+        version = _version_in(data)
+        if not (isinstance(data, dict) and isinstance(data.get("db"), str)):
+            data = self._readiness(url)  # refused, or an answer that does not say
+            version = version or _version_in(data)
+        self._check_database(url, data)
+        self._versions[url] = version
+
+    def _readiness(self, url: str) -> Any:
+        try:
+            return self._send("GET", url, "/health/readiness", write=False)
+        except ProxyError as exc:
+            self._unready(url, exc)
+
+    def _unready(self, url: str, exc: ProxyError) -> NoReturn:
+        """Raise what a failed readiness means for the run."""
+        if exc.kind is ErrorKind.TRANSIENT:
+            raise ProxyError(
+                ErrorKind.TRANSIENT, f"proxy unreachable at {strip_userinfo(url)}: {exc}"
+            ) from None
+        if exc.kind is ErrorKind.NO_DATABASE:
+            raise ProxyError(
+                ErrorKind.NO_DATABASE,
+                f"the proxy at {strip_userinfo(url)} cannot reach its database ({exc}); its "
+                "route listing would be stale and no write would stick: fix the database, "
+                "then run again",
+                exc.status,
+            ) from None
+        raise exc
+
+    def _check_database(self, url: str, data: Any) -> None:
         db = data.get("db") if isinstance(data, dict) else None
         if db != "connected":
             raise ProxyError(
@@ -240,15 +266,17 @@ class LiteLLMClient:
         """The LiteLLM version the proxy at `url` runs, or None when it does not say. Never
         through /health (it calls every route's upstream): the authenticated
         /health/readiness/details reports it (1.98-1.110; older releases put it in the public
-        /health/readiness, which newer ones keep to status + db)."""
+        /health/readiness, which newer ones keep to status + db). Not asked again where
+        check_ready's answer said it."""
+        if url in self._versions:  # check_ready read this pod's readiness
+            return self._versions[url]
         for path in ("/health/readiness/details", "/health/readiness"):
             try:
                 data = self._send("GET", url, path, write=False)
             except ProxyError:
                 continue  # no such endpoint here, or it failed: the version stays unknown
-            version = data.get("litellm_version") if isinstance(data, dict) else None
-            if isinstance(version, str) and version:
-                return printable(version)[:40]  # it is printed: no terminal control from a proxy
+            if version := _version_in(data):
+                return version
         return None
 
     def read_providers(self, url: str) -> frozenset[str] | str:
@@ -510,6 +538,13 @@ def _fingerprint(routes: Sequence[Route]) -> object:
 def _origin(url: str) -> str:
     parsed = httpx.URL(url)
     return f"{parsed.scheme}://{parsed.host}:{parsed.port}" if parsed.port else str(parsed)
+
+
+def _version_in(readiness: Any) -> str | None:
+    """The LiteLLM version a readiness answer reports, printable (it is printed: no terminal
+    control from a proxy), or None."""
+    version = readiness.get("litellm_version") if isinstance(readiness, dict) else None
+    return printable(version)[:40] if isinstance(version, str) and version else None
 
 
 def _path(url: str) -> str:

@@ -5,9 +5,10 @@ providers it knows. Errors are raised (ProxyError, UnknownProviders); the comman
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from sync.collector import held
 from sync.errors import FleetSyncError
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
 
 # LiteLLM pods reload routes from the database every 30 s by default; 10 s of margin.
 CONFIRM_TIMEOUT = 40.0
+
+T = TypeVar("T")
 
 # One line for stderr ("warning: ..." or "note: ..."), said as soon as the read knows it.
 Tell = Callable[[str], None]
@@ -128,13 +131,19 @@ def _read_live(
 
     listed = read_agreed(client, fleet, take_over, settle_timeout)
     groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
+    release = read_release(client, tell)  # said by each pod's readiness: no request
+    # The plan of what the router lists is made while the proxy answers the search for stored
+    # rows it does not list; it is the plan when the search finds none (the usual case).
+    ahead = Ahead(lambda: _plan_of(fleet, listed, take_over, release.version))
     unlisted = [
         r
         for r in read_unlisted(client, groups | past.groups, listed)
         if r.model_name in groups or r.fleet == fleet.name
     ]
-    release = read_release(client, tell)
-    held, plan = read_holders_planned(client, fleet, listed, unlisted, take_over, release.version)
+    first = None if unlisted else ahead.result()
+    held, plan = read_holders_planned(
+        client, fleet, listed, unlisted, take_over, release.version, first
+    )
     unlisted += held
     found = (past.note, check_providers(client, fleet, listed), _sourceless(fleet, listed))
     notes = [n for n in found if n]
@@ -142,6 +151,37 @@ def _read_live(
         tell(f"note: {note}")
     made = (fleet, take_over, plan) if plan is not None else None
     return LiveState(listed, unlisted, release.version, tuple(notes), made)
+
+
+def _plan_of(fleet: Fleet, listed: Sequence[Route], take_over: bool, version: str | None) -> Plan:
+    from sync.core.planner import make_plan
+    from sync.core.render import render
+
+    return make_plan(fleet, render(fleet), listed, (), take_over, version)
+
+
+class Ahead(Generic[T]):
+    """`work` done in a thread of its own while the caller waits on the proxy; result() is its
+    value or raises what it raised. A daemon thread: a run that ends first (an error, a
+    signal) does not wait for it."""
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._value: list[T] = []
+        self._error: list[BaseException] = []
+        self._thread = threading.Thread(target=self._run, args=(work,), daemon=True)
+        self._thread.start()
+
+    def _run(self, work: Callable[[], T]) -> None:
+        try:
+            self._value.append(work())
+        except BaseException as exc:  # handed to the caller by result()
+            self._error.append(exc)
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error:
+            raise self._error[0]
+        return self._value[0]
 
 
 def read_agreed(
@@ -167,11 +207,15 @@ def read_agreed(
 def check_providers(client: LiteLLMClient, fleet: Fleet, listed: Sequence[Route]) -> str | None:
     """Raise UnknownProviders (nothing written) when a route fleet.yaml renders names a provider
     the proxy does not know: LiteLLM would store it and never load it (sync/core/providers.py).
-    Returns a note when a pod does not list its providers (the check is then made with the
-    others)."""
+    Asks the proxy only when a provider is not already known from the routes its router lists
+    (a no-op plan asks nothing). Returns a note when a pod does not list its providers (the
+    check is then made with the others)."""
     from sync.core import providers
     from sync.core.render import render
 
+    desired = render(fleet)
+    if not providers.unknown(fleet, desired, providers.known((), listed, os.environ)):
+        return None  # every provider is one a listed route has (or known without asking)
     answers = {url: client.read_providers(url) for url in client.urls}
     lists = [a for a in answers.values() if isinstance(a, frozenset)]
     unread = [f"{u}: {a}" for u, a in answers.items() if isinstance(a, str)]
@@ -184,7 +228,7 @@ def check_providers(client: LiteLLMClient, fleet: Fleet, listed: Sequence[Route]
     if not lists:
         return note
     names = providers.known(frozenset.intersection(*lists), listed, os.environ)
-    problems = providers.unknown(fleet, render(fleet), names)
+    problems = providers.unknown(fleet, desired, names)
     if problems:
         raise UnknownProviders(
             f"{len(problems)} route(s) of {fleet.file} name a provider the proxy does not know "

@@ -180,10 +180,12 @@ def read_holders_planned(
     unlisted: Sequence[Route],
     take_over: bool,
     litellm_version: str | None,
+    first: Plan | None = None,
 ) -> tuple[list[Route], Plan | None]:
     """read_holders, and the plan of the last round when it found no holder: the plan of
     `listed` and `[*unlisted, *found]` (without notes), which the live read keeps so the command
-    does not make it again; None when the rounds ran out."""
+    does not make it again; None when the rounds ran out. `first`, when given, is the plan of
+    `listed` and `unlisted` already made (the first round's)."""
     from sync.core.planner import make_plan
     from sync.core.render import render
 
@@ -192,7 +194,10 @@ def read_holders_planned(
     found: list[Route] = []
     for _ in range(HOLDER_ROUNDS):
         rows = [*unlisted, *found]
-        plan = make_plan(fleet, desired, listed, rows, take_over, litellm_version)
+        if first is not None and not found:
+            plan = first
+        else:
+            plan = make_plan(fleet, desired, listed, rows, take_over, litellm_version)
         ids = [c.id for c in plan.of("create") if c.id not in asked]
         asked.update(ids)
         held = [row for row in map(client.find_stored, ids) if row is not None]
