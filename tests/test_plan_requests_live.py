@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .support.faultproxy import FaultProxy, LogRecord
 from .support.proxyharness import Proxy, fleet_sync, write_fleet
 from .test_onboarding_live import cleaned, env
@@ -39,6 +41,7 @@ def kinds(log: list[LogRecord]) -> list[str]:
     return out
 
 
+@pytest.mark.litellm_matrix  # what /health/readiness/details answers is each release's
 def test_a_no_op_plan_reads_the_pages_and_two_more(
     proxy: Proxy, tmp_path: Path, fleet_name: str
 ) -> None:
