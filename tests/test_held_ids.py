@@ -176,7 +176,7 @@ def test_an_untagged_row_of_the_desired_group_is_the_fleets_as_the_plan_says() -
 def planned(proxy: Proxy, fleet: Fleet, live: list[Route]) -> Any:
     """The plan as read_live makes it: the rows holding a create's id read first."""
     with LiteLLMClient([POD], "k", transport=httpx.MockTransport(proxy.answer)) as client:
-        holders = read_holders(client, fleet, live, [], False, "1.108.7")
+        holders, _ = read_holders(client, fleet, live, [], False, "1.108.7")
     return make_plan(fleet, render(fleet), live, holders, litellm_version="1.108.7")
 
 

@@ -127,7 +127,7 @@ def _read_live(
     settle_timeout: float,
     past: PastGroups,
 ) -> LiveState:
-    from sync.live.stored import read_holders_planned, read_unlisted
+    from sync.live.stored import read_holders, read_unlisted
 
     listed = read_agreed(client, fleet, take_over, settle_timeout)
     groups = fleet.model_names | {r.model_name for r in listed if r.fleet == fleet.name}
@@ -141,7 +141,7 @@ def _read_live(
         if r.model_name in groups or r.fleet == fleet.name
     ]
     first = None if unlisted else ahead.result()
-    held, plan = read_holders_planned(
+    held, plan = read_holders(
         client, fleet, listed, unlisted, take_over, release.version, first
     )
     unlisted += held

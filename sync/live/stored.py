@@ -167,24 +167,13 @@ def read_holders(
     unlisted: Sequence[Route],
     take_over: bool,
     litellm_version: str | None,
-) -> list[Route]:
-    """The stored rows the router does not list that hold an id the plan (made from what was
-    read) would create: one `?modelId=` read per create id, none when it creates nothing."""
-    return read_holders_planned(client, fleet, listed, unlisted, take_over, litellm_version)[0]
-
-
-def read_holders_planned(
-    client: LiteLLMClient,
-    fleet: Fleet,
-    listed: Sequence[Route],
-    unlisted: Sequence[Route],
-    take_over: bool,
-    litellm_version: str | None,
     first: Plan | None = None,
 ) -> tuple[list[Route], Plan | None]:
-    """read_holders, and the plan of the last round when it found no holder: the plan of
-    `listed` and `[*unlisted, *found]` (without notes), which the live read keeps so the command
-    does not make it again; None when the rounds ran out. `first`, when given, is the plan of
+    """The stored rows the router does not list that hold an id the plan (made from what was
+    read) would create: one `?modelId=` read per create id, none when it creates nothing. And
+    the plan of the last round when it found no holder: the plan of `listed` and
+    `[*unlisted, *found]` (without notes), which the live read keeps so the command does not
+    make it again; None when the rounds ran out. `first`, when given, is the plan of
     `listed` and `unlisted` already made (the first round's)."""
     from sync.core.planner import make_plan
     from sync.core.render import render
