@@ -141,9 +141,7 @@ def _read_live(
         if r.model_name in groups or r.fleet == fleet.name
     ]
     first = None if unlisted else ahead.result()
-    held, plan = read_holders(
-        client, fleet, listed, unlisted, take_over, release.version, first
-    )
+    held, plan = read_holders(client, fleet, listed, unlisted, take_over, release.version, first)
     unlisted += held
     found = (past.note, check_providers(client, fleet, listed), _sourceless(fleet, listed))
     notes = [n for n in found if n]
