@@ -18,9 +18,9 @@ release shows is said in `unchecked` ("not checkable"), never pretended.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from sync.core.plan import Plan
 from sync.core.reference_match import collect
@@ -40,6 +40,7 @@ from sync.live.errors import ErrorKind, ProxyError
 from sync.secrets.display import printable
 from sync.untrusted.json_parser import parse_json
 
+T = TypeVar("T")
 PAGE = 100  # /key/list and /v2/team/list refuse a larger page (le=100, 1.98.1-1.110.2)
 MAX_PAGES = 1000  # 100,000 keys or teams; past that the read is "not fully read"
 CONSISTENT_READS = 3  # a listing whose count moves between pages is read again, then unread
@@ -70,29 +71,30 @@ def with_references(client: LiteLLMClient, plan: Plan) -> Plan:
 def read_holdings(client: LiteLLMClient) -> Holdings:
     unread: list[str] = []
     unchecked: list[str] = list(NOT_CHECKABLE)
-    router: RouterSettings | None = None
-    try:
-        router = router_settings(_get(client, "/router/settings", {}))
-    except _Missing as exc:
-        unchecked.insert(0, f"router fallbacks, aliases and routing groups ({exc})")
-    except Unread as exc:
-        unread.append(str(exc))
-    holders: list[Holder] = []
-    for kind, read in (("key", _keys), ("team", _teams)):
+
+    def attempt(what: str, read: Callable[[], T]) -> T | None:
+        """What `read` returns; None, with the reason said, where the release has no such
+        endpoint ("not checkable": `what`) or the read failed ("references not fully read")."""
         try:
-            holders += read(client)
+            return read()
         except _Missing as exc:
-            unchecked.insert(0, f"{kind}s ({exc})")
+            unchecked.insert(0, f"{what} ({exc})")
         except Unread as exc:
             unread.append(str(exc))
-    groups: list[tuple[str, tuple[str, ...]]] = []
-    try:
-        groups = access_groups(_get(client, "/v1/access_group", {}))
-    except _Missing as exc:
-        unchecked.insert(0, f"unified access groups ({exc})")
-    except Unread as exc:
-        unread.append(str(exc))
-    return Holdings(router, tuple(holders), tuple(groups), tuple(unread), tuple(unchecked))
+        return None
+
+    router = attempt(
+        "router fallbacks, aliases and routing groups",
+        lambda: router_settings(_get(client, "/router/settings", {})),
+    )
+    holders = [
+        *(attempt("keys", lambda: _keys(client)) or ()),
+        *(attempt("teams", lambda: _teams(client)) or ()),
+    ]
+    groups = attempt(
+        "unified access groups", lambda: access_groups(_get(client, "/v1/access_group", {}))
+    )
+    return Holdings(router, tuple(holders), tuple(groups or ()), tuple(unread), tuple(unchecked))
 
 
 class _Missing(Unread):
