@@ -9,7 +9,14 @@ import httpx
 import pytest
 
 from sync.litellm.releases import TESTED
-from sync.live.client import ErrorKind, LiteLLMClient, ProxyError, classify, error_message
+from sync.live.client import (
+    ErrorKind,
+    LiteLLMClient,
+    ProxyError,
+    Retry,
+    classify,
+    error_message,
+)
 
 from .support.litellm_answers import EXPECTED, captured, expected
 
@@ -172,3 +179,51 @@ def test_one_readiness_read_says_the_database_and_the_version(version: str) -> N
     client.check_ready("http://127.0.0.1:9")
     assert client.read_version("http://127.0.0.1:9") == version
     assert seen == ["/health/readiness/details"]
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (500, b'{"error": {"message": "boom"}}'),
+        (503, b'{"detail": "Service Unhealthy (x)"}'),  # LiteLLM's catch-all, not the database
+        (200, b"not json"),
+        (200, b'{"status": "healthy", "db": "connected"}'),  # no version: asked of the probe
+    ],
+)
+def test_a_details_answer_that_does_not_say_both_is_completed_by_the_public_probe(
+    status: int, body: bytes
+) -> None:
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if request.url.path == "/health/readiness/details":
+            return httpx.Response(status, content=body)
+        return httpx.Response(200, json={"db": "connected", "litellm_version": "1.60.0"})
+
+    retry = Retry(attempts=1)
+    client = LiteLLMClient(
+        ["http://127.0.0.1:9"], "sk-x", retry=retry, transport=httpx.MockTransport(answer)
+    )
+    client.check_ready("http://127.0.0.1:9")
+    assert client.read_version("http://127.0.0.1:9") == "1.60.0"
+    assert seen == ["/health/readiness/details", "/health/readiness"]
+
+
+def test_a_pod_shutting_down_is_refused_before_any_write() -> None:
+    """LiteLLM's /health/drain: the public probe answers 503 shutting_down, details still 200."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/health/readiness":
+            return httpx.Response(503, json={"status": "shutting_down"})
+        return httpx.Response(200, json={"db": "connected", "litellm_version": "1.108.7"})
+
+    client = LiteLLMClient(
+        ["http://127.0.0.1:9"], "sk-x", retry=Retry(attempts=1),
+        transport=httpx.MockTransport(answer),
+    )  # fmt: skip
+    client.check_ready("http://127.0.0.1:9")  # what a plan asks: ready to be read
+    with pytest.raises(ProxyError) as refused:
+        client.check_serving()
+    assert "shutting_down" in str(refused.value)
+    assert "proxy unreachable at http://127.0.0.1:9" in str(refused.value)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .support.faultproxy import FaultProxy, LogRecord
+from .support.faultproxy import Fault, FaultProxy, LogRecord
 from .support.proxyharness import Proxy, fleet_sync, write_fleet
 from .test_onboarding_live import cleaned, env
 
@@ -84,3 +84,23 @@ def test_a_provider_no_listed_route_has_is_asked_about(
     assert run.code == 1, run.out + run.err
     assert "provider 'hosted_vlm' is unknown" in run.err
     assert asked.count("/public/providers") == 1, asked
+
+
+def test_a_pod_shutting_down_is_read_but_never_written_to(
+    proxy: Proxy, tmp_path: Path, fleet_name: str
+) -> None:
+    """LiteLLM's /health/drain (a pod's preStop hook) turns the public probe into 503
+    "shutting_down" while /health/readiness/details, which the read asks, still answers 200
+    (1.98.1-1.110.2): the plan goes on, apply asks the probe before its first write."""
+    model = f"{fleet_name}-m"
+    path = write_fleet(tmp_path / "fleet.yaml", fleet_name, {model: {"hosts": {"a": ADDRESS}}})
+    draining = Fault.status(503, b'{"status": "shutting_down"}')
+    with cleaned(proxy, model), FaultProxy(proxy.url) as watched:
+        watched.add_rule("GET", r"^/health/readiness$", draining, times=None)
+        planned = fleet_sync(["plan", "-f", str(path)], through(proxy, watched))
+        applied = fleet_sync(["apply", "-f", str(path)], through(proxy, watched))
+        writes = watched.forwarded_writes()
+    assert planned.code == 0, planned.out + planned.err
+    assert applied.code == 1, applied.out + applied.err
+    assert "shutting_down" in applied.err
+    assert writes == []

@@ -215,20 +215,31 @@ class LiteLLMClient:
     def check_ready(self, url: str) -> None:
         """Fail early on a proxy without a database (it lists nothing and cannot write). Asks
         the authenticated /health/readiness/details first, which says the database's state and
-        the LiteLLM version in one answer (1.98-1.110); where it does not answer (older
-        releases, a key it refuses), the public /health/readiness."""
+        the LiteLLM version in one answer (1.98-1.110); the public /health/readiness only where
+        details is refused, fails while the proxy answers, or does not say both. (Whether a
+        pod is shutting down only the public probe says: check_serving, before writes.)"""
         try:
             data = self._send("GET", url, "/health/readiness/details", write=False)
         except ProxyError as exc:
-            if exc.kind in (ErrorKind.TRANSIENT, ErrorKind.NO_DATABASE):
-                self._unready(url, exc)
-            data = None
+            unanswered = exc.kind is ErrorKind.TRANSIENT and exc.status is None
+            if unanswered or exc.kind is ErrorKind.NO_DATABASE:
+                self._unready(url, exc)  # nothing answers, or the database is down
+            data = None  # refused, an error or a garbled answer: the public probe decides
         version = _version_in(data)
-        if not (isinstance(data, dict) and isinstance(data.get("db"), str)):
-            data = self._readiness(url)  # refused, or an answer that does not say
-            version = version or _version_in(data)
+        if version is None or not (isinstance(data, dict) and isinstance(data.get("db"), str)):
+            public = self._readiness(url)
+            version = version or _version_in(public)
+            if not (isinstance(data, dict) and isinstance(data.get("db"), str)):
+                data = public
         self._check_database(url, data)
         self._versions[url] = version
+
+    def check_serving(self) -> None:
+        """Before the first write: every pod answers the public /health/readiness. A pod
+        draining for a restart (/health/drain) answers 503 "shutting_down" there, while the
+        /health/readiness/details check_ready asked still answers 200 (1.98.1-1.110.2)."""
+        for url in self.urls:
+            self._check_database(url, self._readiness(url))
 
     def _readiness(self, url: str) -> Any:
         try:

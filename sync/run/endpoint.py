@@ -111,11 +111,13 @@ def connect(endpoint: Endpoint, timeout: float, spread_writes: bool = True) -> L
 
 
 def check_can_write(client: LiteLLMClient) -> None:
-    """Stop before the first write when the key's role cannot write: nothing is half-done."""
+    """Stop before the first write when the key's role cannot write or a pod is going away
+    (shutting down): nothing is half-done. Its ProxyError stops the target (exit 1)."""
     from sync.live.access import write_refusal
 
     if refusal := write_refusal(client.key_role(), client.key_name):
         fail(refusal)
+    client.check_serving()
 
 
 def implicit_endpoint(options: ProxyOptions) -> Endpoint:
