@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from sync.core.keytrust import KeyTrust
 from sync.core.render import Route
 from sync.fleet import addresses
-from sync.fleet.addresses import host_problem
+from sync.fleet.addresses import host_problem, normalise_address
 from sync.fleet.model import Defaults, Fleet, Host, Model, address_problem
 from sync.live.probe import ask, probe_fleet
 from sync.live.verify import verify_groups
@@ -246,3 +246,31 @@ def test_dotted_quads_are_what_ipaddress_takes(octets: list[object], port: str, 
     assert (addresses._DOTTED_QUAD.fullmatch(host) is not None) == taken
     if taken:
         assert host_problem(host) is None
+
+
+_HOSTS = ["Host", "a", "B.c", "10.0.0.1", "a_b-c", "x.", "-", ""]
+_PORTS = ["", ":", ":0", ":00", ":1", ":08000", ":8000", ":65535", ":65536", ":99999"]
+_PATHS = ["", "/", "//", "/v1", "/V1/", "/a~b/", "/a:b", "/.."]
+
+
+@given(
+    scheme=st.sampled_from(["http://", "https://"]),
+    host=st.sampled_from(_HOSTS),
+    port=st.sampled_from(_PORTS),
+    path=st.sampled_from(_PATHS),
+)
+def test_the_plain_address_normal_form_is_urlsplits(
+    scheme: str, host: str, port: str, path: str
+) -> None:
+    """normalise_address reads a plain address without urlsplit: the same normal form (or the
+    same error) as urlsplit's reading, for every address."""
+    address = scheme + host + port + path
+    try:
+        expected: object = addresses._normal_form(address)
+    except ValueError as exc:
+        expected = str(exc)
+    try:
+        got: object = normalise_address.__wrapped__(address)
+    except ValueError as exc:
+        got = str(exc)
+    assert got == expected

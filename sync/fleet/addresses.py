@@ -171,6 +171,19 @@ def normalise_address(address: str) -> str:
     """scheme://host:port/path, lowercase host and default port spelt out: one form for the
     spellings of one address. Cached: validate, the plan (desired and live routes) and verify
     ask it of the same ~one address per route."""
+    plain = _PLAIN_ADDRESS.fullmatch(address)
+    if plain is not None and _in_range(port := plain["port"]):
+        # urlsplit's reading of such an address, without it: scheme as written (lower case),
+        # host lowercased, the port (1-65535 here) or the default, the path after the authority.
+        scheme = address[: address.index(":")]
+        number = int(port) if port else {"http": 80, "https": 443}[scheme]
+        path = address[plain.end("port") if port else plain.end("host") :]
+        return f"{scheme}://{plain['host'].lower()}:{number}{path.rstrip('/')}"
+    return _normal_form(address)
+
+
+def _normal_form(address: str) -> str:
+    """normalise_address by urlsplit, for every address."""
     parts = urlsplit(address)
     default = {"http": 80, "https": 443}[parts.scheme]
     port = parts.port or default
