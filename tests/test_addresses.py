@@ -10,6 +10,7 @@ nothing listens on.
 
 from __future__ import annotations
 
+import ipaddress
 import string
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from hypothesis import strategies as st
 
 from sync.core.keytrust import KeyTrust
 from sync.core.render import Route
+from sync.fleet import addresses
+from sync.fleet.addresses import host_problem, normalise_address
 from sync.fleet.model import Defaults, Fleet, Host, Model, address_problem
 from sync.live.probe import ask, probe_fleet
 from sync.live.verify import verify_groups
@@ -198,3 +201,76 @@ def test_a_proxy_url_no_client_can_reach_is_one_line(
         assert run.code == 1, run.out + run.err
         (line,) = run.err.strip().splitlines()
         assert message in line and line.isprintable(), line
+
+
+_PIECES = st.sampled_from(
+    ["http", "https", "HTTP", "://", ":", "/", ".", "-", "_", "~", "@", "?", "#", "[", "]", "%",
+     " ", "\t", "é", "\u00ad", "0", "01", "9", "10", "25", "255", "256", "300", "65535", "65536",
+     "99999", "a", "host", "xn--", "v1", "0x7f", "::1", "a" * 64, "1.2.3.4"]
+)  # fmt: skip
+
+
+@given(
+    scheme=st.sampled_from(["http://", "https://", "HTTP://", "http:/", ""]),
+    pieces=st.lists(_PIECES, max_size=12),
+)
+def test_the_plain_address_shortcut_says_what_the_rules_say(scheme: str, pieces: list[str]) -> None:
+    """address_problem takes a plain http(s)://host[:port][/path] without running each rule
+    (a tenth of a large fleet's validation): for every address, taken or refused, its answer is
+    the rules' own, word for word."""
+    address = scheme + "".join(pieces)
+    assert address_problem(address) == addresses._address_rules(address)
+
+
+@given(
+    octets=st.lists(
+        st.one_of(st.integers(0, 300), st.sampled_from(["00", "01", "007", "a", ""])),
+        min_size=3,
+        max_size=5,
+    ),
+    port=st.sampled_from(["", ":0", ":1", ":8000", ":65535", ":65536", ":99999", ":"]),
+    path=st.sampled_from(["", "/", "/v1", "/v1/", "//x", "/a?b", "/%20", "/a#b"]),
+)
+def test_dotted_quads_are_what_ipaddress_takes(octets: list[object], port: str, path: str) -> None:
+    """host_problem takes a dotted quad without parsing it: exactly the hosts IPv4Address takes
+    (four numbers 0-255, no leading zeros), and the addresses holding one say what the rules
+    say."""
+    host = ".".join(str(o) for o in octets)
+    address = f"http://{host}{port}{path}"
+    assert address_problem(address) == addresses._address_rules(address)
+    try:
+        ipaddress.IPv4Address(host)
+        taken = True
+    except ValueError:
+        taken = False
+    assert (addresses._DOTTED_QUAD.fullmatch(host) is not None) == taken
+    if taken:
+        assert host_problem(host) is None
+
+
+_HOSTS = ["Host", "a", "B.c", "10.0.0.1", "a_b-c", "x.", "-", ""]
+_PORTS = ["", ":", ":0", ":00", ":1", ":08000", ":8000", ":65535", ":65536", ":99999"]
+_PATHS = ["", "/", "//", "/v1", "/V1/", "/a~b/", "/a:b", "/.."]
+
+
+@given(
+    scheme=st.sampled_from(["http://", "https://"]),
+    host=st.sampled_from(_HOSTS),
+    port=st.sampled_from(_PORTS),
+    path=st.sampled_from(_PATHS),
+)
+def test_the_plain_address_normal_form_is_urlsplits(
+    scheme: str, host: str, port: str, path: str
+) -> None:
+    """normalise_address reads a plain address without urlsplit: the same normal form (or the
+    same error) as urlsplit's reading, for every address."""
+    address = scheme + host + port + path
+    try:
+        expected: object = addresses._normal_form(address)
+    except ValueError as exc:
+        expected = str(exc)
+    try:
+        got: object = normalise_address.__wrapped__(address)
+    except ValueError as exc:
+        got = str(exc)
+    assert got == expected

@@ -15,6 +15,7 @@ import sys
 import click
 
 from sync import __version__
+from sync.collector import retire
 from sync.commands.apply import apply
 from sync.commands.common import internal_error
 from sync.commands.drift import drift
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> None:
             sys.stdout.flush()
             sys.stderr.flush()
         os._exit(code)
+    retire()  # sync/collector.py: the exit's walk of what the run kept, skipped
     sys.exit(code)
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from sync.collector import held as collector_held
 from sync.commands.common import proxy_options, trusted_ref
 from sync.commands.options import (
     fleet_option,
@@ -68,14 +69,17 @@ def plan(
     from sync.run.plan import PlanOptions, run_plan
     from sync.run.reading import Clients, Health, Reading, read_fleet, selected, with_source
 
-    fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
-    targets, proxy = selected(fleet, target_names, proxy_options(proxy_urls, api_key))
-    options = PlanOptions(fmt, out, detailed_exitcode, github_comment, base_ref)
-    with Clients(timeout) as clients:
-        reading = Reading(
-            fleet, fleet_file, False, proxy, clients, take_over,
-            Health(probe, require_healthy, probe_timeout), trusted_ref(fleet_file, base_ref),
-        )  # fmt: skip
-        code = run_plan(reading, targets, options)
+    # sync/collector.py, for the whole command: between its phases (load, read, plan, output)
+    # the collector would walk everything the earlier phases built (~0.15 s at 10,000 routes).
+    with collector_held():
+        fleet = with_source(read_fleet(fleet_file, at_proxy=True), fleet_file, os.environ)
+        targets, proxy = selected(fleet, target_names, proxy_options(proxy_urls, api_key))
+        options = PlanOptions(fmt, out, detailed_exitcode, github_comment, base_ref)
+        with Clients(timeout) as clients:
+            reading = Reading(
+                fleet, fleet_file, False, proxy, clients, take_over,
+                Health(probe, require_healthy, probe_timeout), trusted_ref(fleet_file, base_ref),
+            )  # fmt: skip
+            code = run_plan(reading, targets, options)
     if code != EXIT_OK:
         raise Exit(code)

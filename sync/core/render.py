@@ -188,9 +188,19 @@ def paths_record(litellm_params: Mapping[str, Any], model_info: Mapping[str, Any
         for path, value in leaves(section, values):
             if section == "model_info" and (path[1] in ("id", PAUSED) or path[1] in TAGS):
                 continue
-            marker = READ if readable(path, value) else value_digest(value)
+            marker = READ if readable(path, value) else _marker_digest(value)
             entries.append(f"{marker} {_path_text(path)}")
     return entries  # in path order (leaves walks keys sorted)
+
+
+def _marker_digest(value: Any) -> str:
+    """value_digest, kept for text: the same api_key reference on every host."""
+    return _text_digest(value) if type(value) is str else value_digest(value)
+
+
+@lru_cache(maxsize=1024)
+def _text_digest(value: str) -> str:
+    return value_digest(value)
 
 
 @lru_cache(maxsize=4096)  # every route repeats the same few paths
@@ -207,7 +217,11 @@ def route_digest(
     return hashlib.sha256(canonical_json(body).encode()).hexdigest()[:16]
 
 
-def _render_host(fleet: Fleet, model: Model, host: Host) -> Route:
+def _render_host(
+    fleet: Fleet, model: Model, host: Host, records: dict[tuple[Any, ...], list[str]] | None = None
+) -> Route:
+    """`records`: the records of paths (TAG_PATHS) of this render's hosts without sections of
+    their own, kept across its hosts."""
     d = fleet.defaults
     provider = host.provider or model.provider or d.provider
     api_key = host.api_key or model.api_key or d.api_key
@@ -218,7 +232,20 @@ def _render_host(fleet: Fleet, model: Model, host: Host) -> Route:
         params["api_key"] = api_key
     info: dict[str, Any] = {**d.model_info, **model.model_info, **host.model_info}
     rid = route_id(fleet.name, model.name, host.name)
-    return _stamp(model.name, params, info, rid, fleet.name, host.name, fleet.source)
+    record = None
+    if records is not None and not host.litellm_params and not host.model_info:
+        # The model's other hosts without sections of their own have the same leaves but for
+        # api_base, of which the record holds only whether it reads back: one record for all.
+        api_base = params["api_base"]
+        key = (model.name, params["model"], api_key, readable(_API_BASE, api_base))
+        record = records.get(key)
+        if record is None:
+            user = {k: v for k, v in info.items() if k != PAUSED}  # as _stamp has it, but id
+            record = records[key] = paths_record(params, user)  # and tags, which it skips
+    return _stamp(model.name, params, info, rid, fleet.name, host.name, fleet.source, record)
+
+
+_API_BASE: Path = ("litellm_params", "api_base")
 
 
 def _stamp(
@@ -229,14 +256,16 @@ def _stamp(
     fleet: str | None,
     host: str | None,
     source: str | None,
+    record: list[str] | None = None,
 ) -> Route:
-    """The route as written: the id, the ownership tags, the record of paths, the digest."""
+    """The route as written: the id, the ownership tags, the record of paths (`record` when
+    known: what paths_record gives), the digest."""
     pause = user_info.get(PAUSED)
     info: dict[str, Any] = {k: v for k, v in user_info.items() if k != PAUSED}
     info.update({"id": rid, TAG_FLEET: fleet, TAG_HOST: host})
     if source:
         info[TAG_SOURCE] = source
-    info[TAG_PATHS] = paths_record(params, info)
+    info[TAG_PATHS] = list(record) if record is not None else paths_record(params, info)
     info[TAG_DIGEST] = route_digest(model_name, params, info)
     if isinstance(pause, bool):  # the pause state to write: apart from the record and digest
         info[PAUSED] = pause
@@ -293,8 +322,9 @@ def render(fleet: Fleet) -> tuple[Route, ...]:
     last = _last
     if last is not None and last[0]() is fleet:
         return last[1]
+    records: dict[tuple[Any, ...], list[str]] = {}
     routes = tuple(
-        _render_host(fleet, model, host)
+        _render_host(fleet, model, host, records)
         for model in fleet.models
         for host in model.hosts
         if host.enabled

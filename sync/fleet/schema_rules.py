@@ -64,6 +64,8 @@ def passes_compiled_schema(data: Any) -> bool:
 def nonfinite_problems(data: Any, marks: Marks, file: str) -> Iterator[Problem]:
     """Every NaN and ±infinity of a document (YAML's .nan, .inf, -.inf, or a number too large
     to be one), located: no rail, limit or value of fleet.yaml is ever one."""
+    if not _may_hold_nonfinite(data):
+        return  # nearly every document: located below only when there may be one to say
     pending: list[tuple[JsonPath, Any]] = [((), data)]
     while pending:
         path, value = pending.pop()
@@ -88,6 +90,30 @@ def nonfinite_problems(data: Any, marks: Marks, file: str) -> Iterator[Problem]:
             pending.extend(((*path, i), v) for i, v in enumerate(value))
 
 
+def _may_hold_nonfinite(data: Any) -> bool:
+    """Whether nonfinite_problems may find anything, without the paths its messages need: a
+    non-finite float, a string _nonfinite_text takes anywhere (a word such as inf counted
+    wherever it is) or a value of a type other than YAML's plain ones (left to the walk)."""
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        kind = type(value)
+        if kind is str:
+            if _nonfinite_text(value, _ANYWHERE):
+                return True
+        elif kind is dict:
+            pending += value.values()
+        elif kind is list:
+            pending += value
+        elif kind is float:
+            if not math.isfinite(value):
+                return True
+        elif isinstance(value, (float, str, dict, list)):
+            return True
+    return False
+
+
+_ANYWHERE: JsonPath = ("litellm_params",)  # where _nonfinite_text counts every word
 # A number as text: LiteLLM coerces such a string where it wants a number (timeout: "1e400").
 _NUMBER_TEXT = re.compile(r"[+-]?(\d[\d_]*\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _NONFINITE_WORDS = frozenset({"inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan"})

@@ -20,7 +20,30 @@ ProblemAt = Callable[[JsonPath, str, bool], Problem]
 
 def text_problems(data: Any, problem: ProblemAt) -> Iterator[Problem]:
     """One problem per key or string of the document holding a lone surrogate."""
+    if _all_ascii(data):
+        return  # nearly every document: no key or string _walk would look into
     yield from _walk(data, (), problem)
+
+
+def _all_ascii(data: Any) -> bool:
+    """Whether every key and string of the document is ASCII (surrogate answers None for each),
+    without the paths _walk builds for its messages; a value of a type other than YAML's plain
+    ones is left to _walk."""
+    pending = [data]
+    while pending:
+        value = pending.pop()
+        kind = type(value)
+        if kind is str:
+            if not value.isascii():
+                return False
+        elif kind is dict:
+            pending += value.keys()
+            pending += value.values()
+        elif kind is list:
+            pending += value
+        elif isinstance(value, (str, dict, list)):
+            return False
+    return True
 
 
 def _walk(value: Any, at: JsonPath, problem: ProblemAt) -> Iterator[Problem]:

@@ -8,6 +8,7 @@ problems rather than silent overwrites, memory blow-ups or tracebacks.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import os
 import stat
@@ -318,6 +319,12 @@ def _compose_fast(text: str) -> yaml.Node | None:
     if yaml.reader.Reader.NON_PRINTABLE.search(text):
         return None
     loader = _FAST_LOADER(text)
+    resolver = yaml.resolver.Resolver()
+    if not loader.yaml_path_resolvers and _same_rules(loader, resolver):
+        # The tag of every node resolved once per text (name, api_base, litellm_params... are
+        # on every host): without path resolvers (SafeLoader has none) resolve reads its
+        # arguments only. A resolver of its own: the cache holds no reference to the loader.
+        loader.resolve = functools.lru_cache(maxsize=None)(resolver.resolve)
     try:
         node: yaml.Node | None = loader.get_single_node()
         return node
@@ -325,6 +332,14 @@ def _compose_fast(text: str) -> yaml.Node | None:
         return None
     finally:
         loader.dispose()
+
+
+def _same_rules(loader: Any, resolver: yaml.resolver.BaseResolver) -> bool:
+    """Whether both resolve alike: the same implicit rules and the same method."""
+    return (
+        loader.yaml_implicit_resolvers is resolver.yaml_implicit_resolvers
+        and type(loader).resolve is type(resolver).resolve
+    )
 
 
 _TOO_DEEP = (

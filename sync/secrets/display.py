@@ -155,9 +155,12 @@ def _after_two_hashes(line: str, index: int) -> bool:
 # only blanks left are spaces and a CR), found at C speed: a line that starts, after those,
 # with ':' or a non-ASCII character (a mark may hide between the colons), and a '#', '#', '['
 # with nothing but non-ASCII characters between.
-_FIRST_LINE = re.compile("[ \r]*[:\x80-\U0010ffff]")
-_NEXT_LINE = re.compile("\n[ \r]*[:\x80-\U0010ffff]")
-_HASHES = re.compile("#[\x80-\U0010ffff]*#[\x80-\U0010ffff]*\\[")
+# Written as complements ([^\x00-\x7f] is every non-ASCII character, [^\x00-9;-\x7f] those
+# and ':'): the same classes as the ranges up to U+10FFFF, compiled in a hundredth of the time
+# (16 ms of every command's start-up otherwise).
+_FIRST_LINE = re.compile("[ \r]*[^\x00-9;-\x7f]")
+_NEXT_LINE = re.compile("\n[ \r]*[^\x00-9;-\x7f]")
+_HASHES = re.compile("#[^\x00-\x7f]*#[^\x00-\x7f]*\\[")
 
 
 def stream_text(text: str, annotations_allowed: bool = False) -> str:
