@@ -30,11 +30,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.memproxy import MemoryProxy, serve_in_background
-from benchmarks.scale import BARE_READ, KEY, run_measured
+from benchmarks.scale import plan_and_bare, run_measured
 from benchmarks.synthetic import fleet_text, scenario
 from sync.core.render import render
 from sync.fleet.model import load_fleet
-from sync.live.client import PAGE_SIZE
 
 
 def setting(size: int, work: Path) -> tuple[Path, MemoryProxy]:
@@ -43,21 +42,11 @@ def setting(size: int, work: Path) -> tuple[Path, MemoryProxy]:
     return path, MemoryProxy(scenario(render(load_fleet(path))).after)
 
 
-def commands(path: Path, url: str) -> tuple[list[str], list[str], dict[str, str]]:
-    script = Path(sys.executable).with_name("fleet-sync")
-    command = [str(script)] if script.exists() else [sys.executable, "-m", "sync"]
-    env = {**os.environ, "LITELLM_PROXY_API_KEY": KEY}
-    env.pop("LITELLM_PROXY_URLS", None)
-    plan = [*command, "plan", "-f", str(path), "--format", "json", "--proxy-url", url]
-    bare = [sys.executable, str(BARE_READ), str(path), url, "--size", str(PAGE_SIZE)]
-    return plan, bare, env
-
-
 def measure(size: int, runs: int, work: Path, ref: Path | None) -> list[str]:
     path, proxy = setting(size, work)
     trees = {"this tree": None, **({"ref": ref} if ref else {})}
     with serve_in_background(proxy) as url:
-        plan, bare, env = commands(path, url)
+        plan, bare, env = plan_and_bare(path, url)
         plans: dict[str, list[tuple[float, float, int]]] = {name: [] for name in trees}
         requests: dict[str, int] = {}
         bares, loads = [], []
@@ -109,7 +98,7 @@ def profile(size: int, top: int, work: Path) -> None:
     path, proxy = setting(size, work)
     out = work / "plan.prof"
     with serve_in_background(proxy) as url:
-        plan, _, env = commands(path, url)
+        plan, _, env = plan_and_bare(path, url)
         python = [sys.executable, "-m", "cProfile", "-o", str(out), "-m", "sync", *plan[1:]]
         if plan[0] == sys.executable:
             python = [sys.executable, "-m", "cProfile", "-o", str(out), *plan[1:]]

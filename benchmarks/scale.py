@@ -204,19 +204,27 @@ def run_measured(command: list[str], env: dict[str, str]) -> tuple[float, float,
     return seconds, float(cpu), int(rss) * 1024
 
 
+def plan_and_bare(path: Path, url: str) -> tuple[list[str], list[str], dict[str, str]]:
+    """The commands of a no-op `plan --format json` and of the bare read of its pages at `url`,
+    and the environment both run in."""
+    from sync.live.client import PAGE_SIZE
+
+    script = Path(sys.executable).with_name("fleet-sync")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "sync"]
+    env = {**os.environ, "LITELLM_PROXY_API_KEY": KEY}
+    env.pop("LITELLM_PROXY_URLS", None)
+    plan = [*command, "plan", "-f", str(path), "--format", "json", "--proxy-url", url]
+    bare = [sys.executable, str(BARE_READ), str(path), url, "--size", str(PAGE_SIZE)]
+    return plan, bare, env
+
+
 def cli_plan(path: Path, proxy: MemoryProxy, runs: int) -> dict[str, Any]:
     """`fleet-sync plan --format json` as a user runs it, against the pages over HTTP, each run
     followed at once by the bare read of the same pages; best of `runs` for each."""
-    from sync.live.client import PAGE_SIZE
 
     out: dict[str, Any] = {}
     with serve_in_background(proxy) as url:
-        script = Path(sys.executable).with_name("fleet-sync")
-        command = [str(script)] if script.exists() else [sys.executable, "-m", "sync"]
-        env = {**os.environ, "LITELLM_PROXY_API_KEY": KEY}
-        env.pop("LITELLM_PROXY_URLS", None)
-        plan = [*command, "plan", "-f", str(path), "--format", "json", "--proxy-url", url]
-        bare = [sys.executable, str(BARE_READ), str(path), url, "--size", str(PAGE_SIZE)]
+        plan, bare, env = plan_and_bare(path, url)
         plans, bares = [], []
         for _ in range(runs):
             sent = proxy.requests

@@ -128,20 +128,6 @@ def test_readiness_of_a_proxy_whose_database_is_down_is_refused_clearly() -> Non
     )
 
 
-@pytest.mark.parametrize("version", TESTED)
-def test_version_is_read_from_the_captured_readiness_details(version: str) -> None:
-    details = next(a for a in captured(version)["answers"] if a["case"] == "readiness details")
-    seen: list[str] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append(request.url.path)
-        return httpx.Response(details["status"], json=details["body"])
-
-    client = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=httpx.MockTransport(answer))
-    assert client.read_version("http://127.0.0.1:9") == version
-    assert seen == ["/health/readiness/details"]
-
-
 @pytest.mark.parametrize(
     ("details_status", "readiness", "version"),
     [
@@ -175,10 +161,15 @@ def test_one_readiness_read_says_the_database_and_the_version(version: str) -> N
         seen.append(request.url.path)
         return httpx.Response(details["status"], json=details["body"])
 
-    client = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=httpx.MockTransport(answer))
+    transport = httpx.MockTransport(answer)
+    client = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=transport)
     client.check_ready("http://127.0.0.1:9")
     assert client.read_version("http://127.0.0.1:9") == version
     assert seen == ["/health/readiness/details"]
+    # Without check_ready first (a client that reads only the version): the same one request.
+    fresh = LiteLLMClient(["http://127.0.0.1:9"], "sk-x", transport=transport)
+    assert fresh.read_version("http://127.0.0.1:9") == version
+    assert seen == ["/health/readiness/details"] * 2
 
 
 @pytest.mark.parametrize(
