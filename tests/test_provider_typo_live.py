@@ -56,6 +56,35 @@ def test_a_provider_the_proxy_does_not_know_is_refused_before_anything_is_writte
         assert [c["action"] for c in json.loads(run.out)["changes"]] == ["create"]
 
 
+@pytest.mark.parametrize(
+    "loaded_otherwise",
+    [
+        {"use_litellm_proxy": True},  # loaded as litellm_proxy
+        {"api_base": "https://api.groq.com/openai/v1"},  # loaded as groq (data: never dialled)
+    ],
+)
+def test_a_route_loaded_under_another_provider_does_not_vouch_for_its_prefix(
+    proxy: Proxy, tmp_path: Path, fleet_name: str, loaded_otherwise: dict[str, object]
+) -> None:
+    """Found by an outside attack: a hand-made route `hosted_vlm/x` that LiteLLM loads under
+    another provider is listed, and made the typo a known provider (apply exit 4, never
+    converging)."""
+    model, other = f"{fleet_name}-m", f"{fleet_name}-other"
+    path = write_fleet(
+        tmp_path / "fleet.yaml",
+        fleet_name,
+        {model: {"provider": "hosted_vlm", "hosts": {"a": ADDRESS}}},
+    )
+    with cleaned(proxy, model, other), proxy.http() as http:
+        params = {"model": "hosted_vlm/x", "api_base": ADDRESS, **loaded_otherwise}
+        made = http.post("/model/new", json={"model_name": other, "litellm_params": params})
+        assert made.status_code == 200, made.text
+        assert any(r["model_name"] == other for r in proxy.routes())  # listed: it loaded
+        run = fleet_sync(["plan", "-f", str(path)], env(proxy))
+    assert run.code == 1, run.out + run.err
+    assert "provider 'hosted_vlm' is unknown" in run.err
+
+
 def test_a_proxy_that_does_not_list_its_providers_is_said_and_the_plan_goes_on(
     proxy: Proxy, tmp_path: Path, fleet_name: str
 ) -> None:

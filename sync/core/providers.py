@@ -9,8 +9,9 @@ provider with the names the proxy lists at `GET /public/providers` (1.98.1 to 1.
 
 That list is not everything LiteLLM loads: the OpenAI-compatible providers of its
 `providers.json` are not in it, nor the custom providers of a proxy's config. Known too: those
-below (1.98.1 to 1.110.2), the provider of every route the router lists (it loaded them), and
-the names in FLEET_SYNC_EXTRA_PROVIDERS (comma-separated) for the rest.
+below (1.98.1 to 1.110.2), the provider of every route the router lists where LiteLLM's listing
+says it loaded the route with that provider (loaded_with), and the names in
+FLEET_SYNC_EXTRA_PROVIDERS (comma-separated) for the rest.
 """
 
 from __future__ import annotations
@@ -42,13 +43,26 @@ def provider_of(route: Route) -> str | None:
     return None
 
 
+def loaded_with(route: Route) -> str | None:
+    """The provider a listed route shows the router loads: the one it names, where the
+    listing's model_info.litellm_provider (LiteLLM's own resolution) says the same; else None.
+    A route LiteLLM loads under another provider than it names (`use_litellm_proxy: true`, an
+    api_base it recognises as a hosted provider's) says nothing about the one it names: an
+    outside attack made such a route `hosted_vlm/x` vouch for the typo `hosted_vlm`."""
+    name = provider_of(route)
+    if route.litellm_params.get("use_litellm_proxy") not in (None, False):
+        return None
+    return name if route.model_info.get("litellm_provider") == name else None
+
+
 def known(
     listed_by_proxy: Iterable[str], serving: Iterable[Route], environ: Mapping[str, str]
 ) -> frozenset[str]:
     """Every provider the proxy is known to load: the names it lists, OPENAI_COMPATIBLE, the
-    providers of the routes its router lists, and FLEET_SYNC_EXTRA_PROVIDERS."""
+    providers the routes its router lists are loaded with (loaded_with), and
+    FLEET_SYNC_EXTRA_PROVIDERS."""
     extra = (p.strip() for p in environ.get(EXTRA_VARIABLE, "").split(","))
-    loaded = (provider_of(r) for r in serving)
+    loaded = (loaded_with(r) for r in serving)
     return frozenset(
         {*listed_by_proxy, *OPENAI_COMPATIBLE, *(p for p in loaded if p), *(p for p in extra if p)}
     )
