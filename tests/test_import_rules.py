@@ -314,6 +314,15 @@ def test_a_custom_llm_provider_equal_to_the_models_prefix_is_implied() -> None:
     validates(imported)
 
 
+@pytest.mark.parametrize("provider", ["text-completion-openai", "nano-gpt", "scx-ai"])
+def test_a_provider_whose_name_holds_a_hyphen_is_imported(provider: str) -> None:
+    """LiteLLM's names hold '-' (1.98.1-1.110.2); a new user's portal route was left out as
+    having "no provider prefix"."""
+    imported = import_fleet([route("1", "m", {"model": f"{provider}/Qwen/Qwen2.5-7B"})], "f")
+    assert imported.left_out == () and imported.routes == 1
+    assert validates(imported)["models"]["m"]["provider"] == provider
+
+
 def test_a_credential_in_a_value_leaves_only_that_key_out() -> None:
     imported = import_fleet(
         [

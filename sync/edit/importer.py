@@ -130,7 +130,7 @@ def _provider_and_model(route: Route) -> tuple[str, str] | None:
     if not isinstance(model, str) or not model:
         return None
     provider, sep, served = model.partition("/")
-    if sep and re.fullmatch(r"[a-z0-9_]+", provider) and served:
+    if sep and re.fullmatch(r"[a-z0-9][a-z0-9_-]*", provider) and served:
         return provider, served
     return None
 

@@ -238,7 +238,10 @@ def _value_message(error: jsonschema.ValidationError, path: JsonPath, where: str
     if kind == "pattern" and last == "name":
         return f"{where}: host name {quote(instance)} must be letters, digits, '.', '_' or '-'"
     if kind == "pattern" and last == "provider":
-        return f"{where}: provider {quote(instance)} must be lowercase like hosted_vllm"
+        return (
+            f"{where}: provider {quote(instance)} must be lowercase letters, digits, '_' and '-' "
+            "like hosted_vllm or text-completion-openai"
+        )
     if kind == "enum":
         options = ", ".join(str(v) for v in expected)
         return f"{where}: {quote(instance)} is not one of: {options}"

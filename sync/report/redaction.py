@@ -52,7 +52,7 @@ OWN_PREFIX = "model_info.fleet_sync_"
 # Paths fleet-sync fills from its own validated fields, but where LiteLLM would resolve a
 # reference a hand edit put there: shown only in the shape the field has.
 SHAPED_PATHS = frozenset({"litellm_params.model", "litellm_params.api_base"})
-_MODEL_SHAPE = re.compile(r"[a-z0-9_]+/[A-Za-z0-9._:/@+-]{1,200}")
+_MODEL_SHAPE = re.compile(r"[a-z0-9][a-z0-9_-]*/[A-Za-z0-9._:/@+-]{1,200}")
 _ADDRESS_SHAPE = re.compile(r"https?://[A-Za-z0-9.\[\]:-]+(/[A-Za-z0-9._~%/+-]*)?")
 
 
