@@ -226,11 +226,11 @@ class LiteLLMClient:
                 self._unready(url, exc)  # nothing answers, or the database is down
             data = None  # refused, an error or a garbled answer: the public probe decides
         version = _version_in(data)
-        if version is None or not (isinstance(data, dict) and isinstance(data.get("db"), str)):
+        says_db = isinstance(data, dict) and isinstance(data.get("db"), str)
+        if version is None or not says_db:
             public = self._readiness(url)
             version = version or _version_in(public)
-            if not (isinstance(data, dict) and isinstance(data.get("db"), str)):
-                data = public
+            data = data if says_db else public
         self._check_database(url, data)
         self._versions[url] = version
 

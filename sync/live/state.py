@@ -134,7 +134,7 @@ def _read_live(
     release = read_release(client, tell)  # said by each pod's readiness: no request
     # The plan of what the router lists is made while the proxy answers the search for stored
     # rows it does not list; it is the plan when the search finds none (the usual case).
-    ahead = Ahead(lambda: _plan_of(fleet, listed, take_over, release.version))
+    ahead = Ahead(lambda: LiveState(listed, (), release.version).plan(fleet, take_over))
     unlisted = [
         r
         for r in read_unlisted(client, groups | past.groups, listed)
@@ -149,13 +149,6 @@ def _read_live(
         tell(f"note: {note}")
     made = (fleet, take_over, plan) if plan is not None else None
     return LiveState(listed, unlisted, release.version, tuple(notes), made)
-
-
-def _plan_of(fleet: Fleet, listed: Sequence[Route], take_over: bool, version: str | None) -> Plan:
-    from sync.core.planner import make_plan
-    from sync.core.render import render
-
-    return make_plan(fleet, render(fleet), listed, (), take_over, version)
 
 
 class Ahead(Generic[T]):
